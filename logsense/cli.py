@@ -1,0 +1,297 @@
+"""The command line: options and help only; each command calls logsense.commands.*.main."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from logsense import __version__
+
+app = typer.Typer(
+    name="logsense",
+    help="Tells why an LLM inference server (SGLang) failed to start, and how to fix it.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+rules_app = typer.Typer(help="List, show, test and export the rule packs.", no_args_is_help=True)
+app.add_typer(rules_app, name="rules")
+
+RulesOpt = Annotated[Optional[list[str]], typer.Option("--rules", help="Also load the rule packs in this dir/file (repeatable).")]
+OnlyOpt = Annotated[
+    Optional[list[str]], typer.Option("--only-rules", help="Load only these rule packs, not the bundled ones (repeatable).")
+]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="text or json.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"logsense {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+) -> None:
+    """logsense reads startup logs from files, stdin or journald; fixes are advice: it never runs them."""
+
+
+@app.command()
+def analyze(
+    paths: Annotated[list[str], typer.Argument(help="Log files (plain or .gz); '-' reads stdin.", metavar="FILE|-")],
+    fmt: FormatOpt = "text",
+    rules: RulesOpt = None,
+    only_rules: OnlyOpt = None,
+    no_rules: Annotated[bool, typer.Option("--no-rules", help="Use no rules: the learned classifier alone.")] = False,
+    no_classifier: Annotated[bool, typer.Option("--no-classifier", help="Never consult the learned classifier.")] = False,
+    baseline: Annotated[
+        Optional[str], typer.Option("--baseline", help="Healthy logs (dir): show lines never seen in them when no rule knows.")
+    ] = None,
+) -> None:
+    """Diagnose a recorded startup log: root cause, evidence, fix. Exit 1 when a failure is found."""
+    _check_format(fmt, ("text", "json"))
+    from logsense.commands import analyze as cmd
+
+    raise typer.Exit(cmd.main(paths, fmt, rules, only_rules, no_rules, not no_classifier, baseline))
+
+
+@app.command()
+def tail(
+    target: Annotated[Optional[str], typer.Argument(help="A systemd unit, or a log file path to follow.")] = None,
+    until_ready: Annotated[bool, typer.Option("--until-ready", help="Exit 0 at ready, 1 on failure, 3 at --timeout.")] = False,
+    timeout: Annotated[Optional[str], typer.Option("--timeout", help="With --until-ready: e.g. 20m, 90s, 1h.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text or jsonl.")] = "text",
+    file: Annotated[Optional[list[str]], typer.Option("--file", help="Read this journal file (as journalctl --file).")] = None,
+    directory: Annotated[Optional[str], typer.Option("--directory", "-D", help="Read journal files in this dir.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Start at this time (journalctl syntax).")] = None,
+    boot: Annotated[Optional[str], typer.Option("--boot", "-b", help="Only this boot (journalctl syntax).")] = None,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="State file: continue where the last run stopped.")] = None,
+    from_start: Annotated[bool, typer.Option("--from-start", help="For a file: read it from the start, then follow.")] = False,
+    no_follow: Annotated[bool, typer.Option("--no-follow", help="Read what is there and stop.")] = False,
+    rules: RulesOpt = None,
+    only_rules: OnlyOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say which journal reader is used.")] = False,
+) -> None:
+    """Follow a unit's journal (from its latest start) or a file, showing the startup live."""
+    _check_format(fmt, ("text", "jsonl"))
+    from logsense.commands import tail as cmd
+
+    raise typer.Exit(cmd.main(target=target, until_ready=until_ready, timeout=timeout, fmt=fmt, files=file or [],
+                              directory=directory, since=since, boot=boot, resume=resume, from_start=from_start,
+                              follow=not no_follow, rules=rules, only_rules=only_rules, verbose=verbose))
+
+
+@app.command()
+def check(
+    paths: Annotated[Optional[list[str]], typer.Argument(help="Incident logs, label files, rule packs or dirs of them.")] = None,
+    rules: RulesOpt = None,
+    corpus: Annotated[Optional[list[str]], typer.Option("--corpus", help="A corpus dir of labelled incident logs.")] = None,
+    only_rules: OnlyOpt = None,
+) -> None:
+    """Prove the knowledge holds: incidents diagnosed as labelled, rule examples pass, no false alarms."""
+    from logsense.commands import check as cmd
+
+    raise typer.Exit(cmd.main(paths or [], rules or [], corpus or [], only_rules))
+
+
+@app.command()
+def label(
+    incident: Annotated[str, typer.Argument(help="The incident log to label.")],
+    cause: Annotated[str, typer.Option("--cause", help="A cause id from the taxonomy.")],
+    fix: Annotated[Optional[list[str]], typer.Option("--fix", help="A token the suggested fix must contain (repeatable).")] = None,
+    phase: Annotated[Optional[str], typer.Option("--phase", help="The phase the failure happened in.")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="Where the log came from (URL or words).")] = None,
+    origin: Annotated[str, typer.Option("--origin", help="recorded or constructed.")] = "recorded",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing label file.")] = False,
+) -> None:
+    """Write the label file for an incident log, checking the cause id exists."""
+    from logsense.commands import label as cmd
+
+    raise typer.Exit(cmd.main(incident, cause, fix or [], phase, source, origin, force))
+
+
+@app.command()
+def train(
+    corpus: Annotated[list[str], typer.Argument(help="Corpus dirs of labelled logs.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Model directory to write.")] = "model",
+) -> None:
+    """Fit the learned classifier on a labelled corpus, printing cross-validated metrics."""
+    from logsense.commands import learn as cmd
+
+    raise typer.Exit(cmd.train(corpus, output))
+
+
+@app.command("eval")
+def eval_(
+    corpus: Annotated[list[str], typer.Argument(help="Corpus dirs of labelled logs.")],
+    fmt: FormatOpt = "text",
+) -> None:
+    """Per-cause precision / recall and the confusion matrix, split by incident source."""
+    from logsense.commands import learn as cmd
+
+    raise typer.Exit(cmd.evaluate(corpus, fmt))
+
+
+@app.command()
+def stats(
+    paths: Annotated[list[str], typer.Argument(help="Logs: files, dirs, globs or archives.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv, json or parquet.")] = "table",
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: one per core).")] = 0,
+) -> None:
+    """One row per log (source, host, cause, phase, time to failure or ready, rule, fix) via pandas."""
+    from logsense.commands import stats as cmd
+
+    raise typer.Exit(cmd.main(paths, fmt, output, jobs))
+
+
+@app.command()
+def diff(
+    good: Annotated[str, typer.Argument(help="A startup log that worked.")],
+    bad: Annotated[str, typer.Argument(help="A startup log that failed.")],
+    fmt: FormatOpt = "text",
+) -> None:
+    """Where a good and a bad startup part ways: phases, new lines, differing facts, diagnoses."""
+    _check_format(fmt, ("text", "json"))
+    from logsense.commands import diff as cmd
+
+    raise typer.Exit(cmd.main(good, bad, fmt))
+
+
+@rules_app.command("list")
+def rules_list(rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> None:
+    """Every rule with its cause, role, priority and source."""
+    from logsense.commands import rules as cmd
+
+    raise typer.Exit(cmd.list_rules(rules, only_rules, fmt))
+
+
+@rules_app.command("show")
+def rules_show(rule_id: str, rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> None:
+    """What a rule matches, why, its fixes and its examples."""
+    from logsense.commands import rules as cmd
+
+    raise typer.Exit(cmd.show(rule_id, rules, only_rules, fmt))
+
+
+@rules_app.command("test")
+def rules_test(
+    rule_id: Annotated[Optional[str], typer.Argument(help="Only this rule.")] = None,
+    rules: RulesOpt = None,
+    only_rules: OnlyOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List passing examples too.")] = False,
+) -> None:
+    """Run every rule's own examples (and the phase examples); exit 1 on any failure."""
+    from logsense.commands import rules as cmd
+
+    raise typer.Exit(cmd.test(rules, only_rules, rule_id, verbose))
+
+
+@rules_app.command("export")
+def rules_export(
+    patterns: Annotated[bool, typer.Option("--patterns", help="One grep -E pattern a line.")] = True,
+    rules: RulesOpt = None,
+    only_rules: OnlyOpt = None,
+) -> None:
+    """Write the rule patterns as a `grep -E -f` file."""
+    from logsense.commands import rules as cmd
+
+    raise typer.Exit(cmd.export(rules, only_rules, patterns))
+
+
+@rules_app.command("lint")
+def rules_lint(rules: RulesOpt = None, only_rules: OnlyOpt = None) -> None:
+    """Flag patterns the literal prefilter cannot narrow, and root rules without a fix."""
+    from logsense.commands import rules as cmd
+
+    raise typer.Exit(cmd.lint_cmd(rules, only_rules))
+
+
+def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
+    if fmt not in allowed:
+        from logsense.errors import UsageError
+
+        raise UsageError(f"--format {fmt!r}: choose from {', '.join(allowed)}")
+
+
+def main() -> None:
+    """Entry point: one error boundary, so the operator sees a message and an exit code, never a traceback."""
+    from logsense.errors import ExitCode, LogsenseError
+
+    code: int
+    try:
+        result = app(standalone_mode=False)
+        code = result if isinstance(result, int) else 0
+    except SystemExit as e:  # typer.Exit ends up here in non-standalone mode only via sys.exit
+        code = e.code if isinstance(e.code, int) else 0
+    except typer.Exit as e:
+        code = e.exit_code
+    except LogsenseError as e:
+        _stderr(f"logsense: {e}")
+        code = int(e.exit_code)
+    except KeyboardInterrupt:
+        code = int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        code = 0
+    except Exception as e:  # noqa: BLE001 - the one place that turns a bug into a report, not a traceback
+        code = _crash(e)
+    _exit(code)
+
+
+def _click_errors(e: Exception) -> int | None:
+    import click
+
+    if isinstance(e, click.exceptions.Abort):
+        return 130
+    if isinstance(e, click.ClickException):
+        e.show()
+        return 2
+    return None
+
+
+def _stderr(msg: str) -> None:
+    try:
+        sys.stderr.write(msg.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _crash(e: Exception) -> int:
+    code = _click_errors(e)
+    if code is not None:
+        return code
+    import tempfile
+    import traceback
+
+    try:
+        fd, path = tempfile.mkstemp(prefix="logsense-crash-", suffix=".txt")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"logsense {__version__}, python {sys.version.split()[0]}\nargv: {sys.argv}\n\n")
+            traceback.print_exc(file=fh)
+        _stderr(f"logsense: internal error: {type(e).__name__}: {e}\n  a report was written to {path}")
+    except OSError:
+        _stderr(f"logsense: internal error: {type(e).__name__}: {e}")
+    return 70
+
+
+def _exit(code: int) -> None:
+    # A closed stdout (`| head`) must not turn into a traceback at interpreter exit.
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

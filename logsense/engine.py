@@ -1,0 +1,274 @@
+"""Events x rules -> matches -> diagnoses: root causes above symptoms, one diagnosis per cause."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from logsense import fixes as fixes_mod
+from logsense.model import Diagnosis, Event, Evidence, Match, Origin, Record, Role
+from logsense.rules import RuleSet
+from logsense.rules.compile import MATCH_TIMEOUT, CompiledRule, Pattern
+from logsense.taxonomy import title as cause_title
+
+MAX_EVIDENCE = 6
+UNKNOWN_CONFIDENCE = 0.3
+
+
+@dataclass
+class RuleProblem:
+    rule: str
+    line: int
+    reason: str
+
+
+@dataclass
+class _Hits:
+    any: list[tuple[Record, object]] = field(default_factory=list)
+    all: dict[int, tuple[Record, object]] = field(default_factory=dict)
+    vetoed: bool = False
+
+
+class Matcher:
+    """Finds which rules an event fires; a pattern that times out disables its rule for the run."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self.index = rules.index
+        self.disabled: set[int] = set()
+        self.problems: list[RuleProblem] = []
+        self._window: dict[tuple[int, str | None], dict[int, tuple[Record, object]]] = {}
+
+    def _search(self, ri: int, p: Pattern, rec: Record):
+        try:
+            return p.regex.search(rec.message, timeout=MATCH_TIMEOUT)
+        except TimeoutError:
+            self.disabled.add(ri)
+            rule = self.rules.rules[ri]
+            self.problems.append(RuleProblem(rule.id, rec.line, f"{p.spec.field} took over {MATCH_TIMEOUT}s on "
+                                             "one line (catastrophic backtracking?); rule disabled for this run"))
+            return None
+
+    def match(self, event: Event) -> list[Match]:
+        hits: dict[int, _Hits] = {}
+        for rec in event.records:
+            if not rec.message:
+                continue
+            for ri, kind, pi in self.index.keys_in(rec.message):
+                if ri in self.disabled:
+                    continue
+                rule = self.rules.rules[ri]
+                h = hits.get(ri)
+                if kind == "not":
+                    if h is not None and h.vetoed:
+                        continue
+                    if self._search(ri, rule.not_[pi], rec):
+                        hits.setdefault(ri, _Hits()).vetoed = True
+                    continue
+                if kind == "all" and h is not None and pi in h.all:
+                    continue
+                pat = rule.any[pi] if kind == "any" else rule.all[pi]
+                m = self._search(ri, pat, rec)
+                if m is None:
+                    continue
+                h = hits.setdefault(ri, _Hits())
+                if kind == "any":
+                    h.any.append((rec, m))
+                else:
+                    h.all[pi] = (rec, m)
+        out = []
+        for ri, h in hits.items():
+            rule = self.rules.rules[ri]
+            if h.vetoed or ri in self.disabled:
+                continue
+            if rule.spec.when_phase is not None and event.phase not in rule.spec.when_phase:
+                continue
+            if rule.any and not h.any:
+                continue
+            all_hits = h.all
+            if rule.all and len(all_hits) < len(rule.all):
+                if not rule.spec.within:
+                    continue
+                all_hits = self._windowed(ri, rule, event, h)
+                if all_hits is None:
+                    continue
+            out.append(self._make(rule, event, h.any, all_hits))
+        return out
+
+    def _windowed(self, ri: int, rule: CompiledRule, event: Event, h: _Hits):
+        """Patterns of `all` seen across events of one stream within `within` lines."""
+        key = (ri, event.pid)
+        seen = self._window.setdefault(key, {})
+        seen.update(h.all)
+        last = event.last_line
+        for pi in list(seen):
+            if last - seen[pi][0].line > rule.spec.within:
+                del seen[pi]
+        if len(seen) < len(rule.all):
+            return None
+        return dict(self._window.pop(key))
+
+    def _make(self, rule: CompiledRule, event: Event, any_hits, all_hits) -> Match:
+        captures: dict[str, str] = {}
+        recs: list[Record] = []
+        for rec, m in list(any_hits[:1]) + [all_hits[k] for k in sorted(all_hits)]:
+            recs.append(rec)
+            for k, v in m.groupdict().items():
+                if v is not None and k not in captures:
+                    captures[k] = v
+        for _rec, m in any_hits[1:]:
+            for k, v in m.groupdict().items():
+                if v is not None and k not in captures:
+                    captures[k] = v
+        recs.extend(_exception_lines(event))
+        seen: set[int] = set()
+        evidence = []
+        for rec in sorted(recs, key=lambda r: r.line):
+            if rec.line in seen:
+                continue
+            seen.add(rec.line)
+            evidence.append(Evidence(rec.line, rec.message.strip()[:500]))
+        return Match(rule.id, rule.spec.cause, Role(rule.spec.role), rule.spec.priority, rule.spec.confidence,
+                     event, tuple(evidence[:MAX_EVIDENCE]), captures)
+
+
+def _exception_lines(event: Event) -> list[Record]:
+    """The final exception line of each traceback in an event ('ImportError: ...')."""
+    if event.kind != "traceback":
+        return []
+    out = []
+    recs = event.records
+    for i, rec in enumerate(recs):
+        msg = rec.message
+        if not msg or msg[:1] in " \t" or "Traceback (most recent call last)" in msg:
+            continue
+        prev = recs[i - 1].message if i else ""
+        if prev[:1] in (" ", "\t") and _looks_like_exception(msg):
+            out.append(rec)
+    return out[-2:]
+
+
+def _looks_like_exception(msg: str) -> bool:
+    head = msg.split(":", 1)[0]
+    return bool(head) and " " not in head.strip() and (head[:1].isupper() or "." in head)
+
+
+def error_lines(event: Event) -> list[Record]:
+    """What a failed event says in the end: its exception lines, or the line itself."""
+    lines = _exception_lines(event)
+    return lines or [event.records[0]]
+
+
+class Ranker:
+    """Collects matches; `diagnoses()` merges them per cause and ranks roots above symptoms."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self.by_cause: dict[str, list[Match]] = defaultdict(list)
+        self.symptoms: dict[str, list[Match]] = defaultdict(list)
+        self.unmatched_errors: list[Event] = []
+
+    def add(self, m: Match) -> bool:
+        """Record a match; True when it is the first root match of its cause (news for a live view)."""
+        if m.role is Role.ROOT:
+            first = m.cause not in self.by_cause
+            self.by_cause[m.cause].append(m)
+            return first
+        self.symptoms[m.rule_id].append(m)
+        return False
+
+    def clear(self) -> None:
+        self.by_cause.clear()
+        self.symptoms.clear()
+        self.unmatched_errors.clear()
+
+    @staticmethod
+    def _best(ms: list[Match]) -> Match:
+        return min(ms, key=lambda m: (-m.priority, -m.confidence, m.event.first_line))
+
+    def diagnose_cause(self, ms: list[Match], facts: dict) -> Diagnosis:
+        best = self._best(ms)
+        rule = self.rules.get(best.rule_id)
+        spec = rule.spec if rule else None
+        ranks = sorted({m.event.rank for m in ms if m.event.rank})
+        captures: dict[str, str] = {}
+        for m in sorted(ms, key=lambda m: m.rule_id != best.rule_id):
+            for k, v in m.captures.items():
+                captures.setdefault(k, v)
+        fixes = fixes_mod.render(spec.fixes, facts, captures, best.event.phase) if spec else ()
+        return Diagnosis(
+            cause=best.cause,
+            rule=best.rule_id,
+            root=best.role is Role.ROOT,
+            origin=Origin.RULE,
+            confidence=best.confidence,
+            title=(spec.title if spec and spec.title else cause_title(best.cause)),
+            explanation=_fill_text(spec.explanation if spec else "", facts, captures),
+            phase=best.event.phase,
+            evidence=best.evidence,
+            fixes=fixes,
+            ranks=tuple(ranks),
+            occurrences=len({(m.event.first_line, m.event.pid) for m in ms}),
+        )
+
+    def diagnoses(self, facts: dict) -> list[Diagnosis]:
+        roots = [self.diagnose_cause(ms, facts) for ms in self.by_cause.values()]
+        roots.sort(key=lambda d: self._order(d))
+        symptoms = [self.diagnose_cause(ms, facts) for ms in self.symptoms.values()]
+        symptoms.sort(key=lambda d: d.evidence[0].line if d.evidence else 0)
+        if roots:
+            top = roots[0]
+            if len(roots) > 1:
+                rival = roots[1]
+                rp = self.rules.get(rival.rule).spec.priority if self.rules.get(rival.rule) else 0
+                tp = self.rules.get(top.rule).spec.priority if self.rules.get(top.rule) else 0
+                if rp == tp:
+                    # two causes of equal standing: say so in how sure we are
+                    top = _replace(top, confidence=round(top.confidence * 0.8, 3))
+            explains = tuple(d.rule for d in symptoms if d.rule)
+            roots[0] = _replace(top, explains=explains)
+            return roots + symptoms
+        failure_signs = symptoms or self.unmatched_errors
+        if not failure_signs:
+            return []
+        ev: list[Evidence] = []
+        for d in symptoms:
+            ev.extend(d.evidence[:2])
+        for e in self.unmatched_errors[-3:]:
+            ev.extend(Evidence(r.line, r.message.strip()[:500]) for r in error_lines(e))
+        ev = sorted({e.line: e for e in ev}.values(), key=lambda e: e.line)[-MAX_EVIDENCE:]
+        unknown = Diagnosis(
+            cause="unknown",
+            rule=None,
+            root=True,
+            origin=Origin.RULE,
+            confidence=UNKNOWN_CONFIDENCE,
+            title=cause_title("unknown"),
+            explanation="The startup failed, but no rule recognises why; the lines below are the last errors.",
+            phase=(symptoms[0].phase if symptoms else self.unmatched_errors[-1].phase),
+            evidence=tuple(ev),
+            fixes=(),
+            explains=tuple(d.rule for d in symptoms if d.rule),
+        )
+        return [unknown] + symptoms
+
+    def _order(self, d: Diagnosis):
+        rule = self.rules.get(d.rule) if d.rule else None
+        prio = rule.spec.priority if rule else 0
+        first = d.evidence[0].line if d.evidence else 0
+        return (-prio, -d.confidence, first)
+
+
+def _replace(d: Diagnosis, **kw) -> Diagnosis:
+    from dataclasses import replace
+
+    return replace(d, **kw)
+
+
+def _fill_text(text: str, facts: dict, captures: dict) -> str:
+    if "{" not in text:
+        return text
+    values = {**facts, **captures}
+    import re
+
+    return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), m.group(0))), text)

@@ -1,0 +1,206 @@
+"""What the log says about the setup: versions, GPU, model, server flags; fixes are rendered from it."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any
+
+from logsense.model import Record
+from logsense.prefilter import LiteralIndex
+
+# (literal the line must hold, pattern, fact name); the first group is the value.
+_SIMPLE: list[tuple[str, str, str]] = [
+    ("sglang", r"\bsglang(?:==|\s+version[:=]?\s*|-)v?(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)", "sglang_version"),
+    ("torch", r"\btorch(?:==|\s+version[:=]?\s*|-)(\d+\.\d+\.\d+)", "torch_version"),
+    ("CUDA", r"\bCUDA(?: Version|_VERSION| runtime| version)[: =]+(\d+\.\d+)", "cuda_version"),
+    ("cuda", r"\bcuda(?:==|_version=|\s+version[:=]?\s*)(\d+\.\d+)", "cuda_version"),
+    ("Driver Version", r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)", "driver_version"),
+    ("NVIDIA", r"\b(NVIDIA (?:GeForce |RTX )?[A-Z]*\d+[A-Za-z0-9 ]*?(?: \d+GB)?(?: HBM\d\w*)?)(?=[,;)\]'\"]|\s*$|\s+\()",
+     "gpu_name"),
+    ("device_name=", r"device_name=(NVIDIA_[A-Za-z0-9_]+?)(?:,|\.json|$)", "gpu_name"),
+    ("type=", r"Load weight end\..*?\btype=([A-Za-z0-9_]+)", "model_arch"),
+    ("architectures", r"architectures['\"]?\s*[:=]\s*\[['\"]([A-Za-z0-9_]+)", "model_arch"),
+    ("max_running_requests=", r"\bmax_running_requests=(\d+)", "max_running_requests"),
+    ("max_total_num_tokens=", r"\bmax_total_num_tokens=(\d+)", "max_total_num_tokens"),
+    ("context_len=", r"\bcontext_len=(\d+)", "context_len"),
+]
+
+_PY_INCLUDE = re.compile(r"include/python(3\.\d{1,2})\b")
+_PY_PATH = re.compile(r"/python(3\.\d{1,2})/|cpython-3(\d{1,2})-|\bPython (3\.\d{1,2})\.\d+")
+_MULTIMODAL_ARCH = re.compile(
+    r"VL|Vision|Llava|LLaVA|ConditionalGeneration|Qwen2_?5_?VL|InternVL|MiniCPM[VO]|Mllama|Pixtral|Idefics|Phi4MM|"
+    r"Janus|Gemma3n?ForConditional|KimiK2[5-9]|KimiVL|Kimi-VL|Glm4v|DeepseekVL|Ovis|Step3VL|MultiModal"
+)
+# Lines that only a model with a vision tower prints (server_args alone names mm_* flags for every model).
+_MULTIMODAL_HINTS = (
+    "vision tower", "vision_tower", "VisionTransformer", "has_image_understanding", "image_processor",
+    "multimodal warmup", "vision_model", "/v1/chat/completions with image",
+)
+_ARG = re.compile(r"(\w+)=")
+
+
+def parse_server_args(message: str) -> dict[str, Any]:
+    """The fields of a `server_args=ServerArgs(...)` repr or `server_args={...}` dict, as Python values."""
+    body = message.split("server_args=", 1)[1]
+    out: dict[str, Any] = {}
+    i = 1 if body[:1] in "({" or body.startswith("ServerArgs(") else 0
+    if body.startswith("ServerArgs("):
+        i = len("ServerArgs(")
+    dict_form = body[:1] == "{"
+    n = len(body)
+    while i < n:
+        while i < n and body[i] in " ,\n":
+            i += 1
+        if dict_form:
+            m = re.compile(r"['\"](\w+)['\"]\s*:\s*").match(body, i)
+        else:
+            m = _ARG.match(body, i)
+        if not m:
+            break
+        key = m.group(1)
+        j = m.end()
+        val, j = _value(body, j)
+        out[key] = val
+        i = j
+    return out
+
+
+def _value(s: str, i: int) -> tuple[Any, int]:
+    n = len(s)
+    if i >= n:
+        return None, i
+    ch = s[i]
+    if ch in "'\"":
+        j = i + 1
+        while j < n and s[j] != ch:
+            j += 2 if s[j] == "\\" else 1
+        return s[i + 1 : j], j + 1
+    if ch in "[({":
+        depth, j = 0, i
+        while j < n:
+            c = s[j]
+            if c in "'\"":
+                _, j = _value(s, j)
+                continue
+            if c in "[({":
+                depth += 1
+            elif c in "])}":
+                depth -= 1
+                if depth == 0:
+                    return s[i : j + 1], j + 1
+            j += 1
+        return s[i:], n
+    j = i
+    while j < n and s[j] not in ",)}":
+        j += 1
+    raw = s[i:j].strip()
+    if raw in ("None", "null"):
+        return None, j
+    if raw in ("True", "true"):
+        return True, j
+    if raw in ("False", "false"):
+        return False, j
+    try:
+        return (int(raw) if re.fullmatch(r"-?\d+", raw) else float(raw)), j
+    except ValueError:
+        return raw, j
+
+
+def _lower_fraction(x: float) -> float:
+    return max(0.5, math.floor((x - 0.05) * 20 + 1e-9) / 20)
+
+
+class Facts:
+    """Collects facts line by line; `snapshot()` gives the fact dict that fix templates use."""
+
+    def __init__(self) -> None:
+        entries = [(lit, False, ("s", i)) for i, (lit, _, _) in enumerate(_SIMPLE)]
+        entries += [("server_args=", False, ("args",)), ("python3", False, ("py",)), ("Python 3", False, ("py",)),
+                    ("cpython-3", False, ("py",))]
+        entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
+        self.index = LiteralIndex(entries)
+        self._simple = [(re.compile(p), name) for _, p, name in _SIMPLE]
+        self.values: dict[str, Any] = {}
+        self.args: dict[str, Any] = {}
+        self._py_include: Counter[str] = Counter()
+        self._py_path: Counter[str] = Counter()
+        self._ranks: set[str] = set()
+        self.mm_hint = False
+
+    def feed(self, rec: Record) -> None:
+        if rec.rank:
+            self._ranks.add(rec.rank)
+        msg = rec.message
+        keys = self.index.keys_in(msg)
+        if not keys:
+            return
+        for key in set(keys):
+            if key[0] == "s":
+                rx, name = self._simple[key[1]]
+                m = rx.search(msg)
+                if m and name not in self.values:
+                    self.values[name] = m.group(1).replace("_", " ") if name == "gpu_name" else m.group(1)
+            elif key[0] == "args" and "server_args=" in msg and not self.args:
+                try:
+                    self.args = parse_server_args(msg)
+                except (IndexError, ValueError):
+                    self.args = {}
+            elif key[0] == "py":
+                for v in _PY_INCLUDE.findall(msg):
+                    self._py_include[v] += 1
+                for a, b, c in _PY_PATH.findall(msg):
+                    v = a or (f"3.{b}" if b else c)
+                    if v:
+                        self._py_path[v] += 1
+            elif key[0] == "mm":
+                self.mm_hint = True
+
+    def snapshot(self) -> dict[str, Any]:
+        f: dict[str, Any] = dict(self.values)
+        a = self.args
+        for k, v in a.items():
+            f[f"arg_{k}"] = v
+        py = (self._py_include or self._py_path).most_common(1)
+        if py:
+            f["python_minor"] = py[0][0]
+            f.setdefault("python_version", py[0][0])
+        for name in ("model_path", "tp_size", "dp_size", "ep_size", "pp_size", "attention_backend",
+                     "mm_attention_backend", "port", "context_length", "chunked_prefill_size", "cuda_graph_max_bs",
+                     "mem_fraction_static", "max_running_requests", "quantization", "kv_cache_dtype",
+                     "skip_server_warmup", "disable_cuda_graph", "enable_torch_compile", "enable_multimodal"):
+            if a.get(name) is not None:
+                f.setdefault(name, a[name])
+        mfs = f.get("mem_fraction_static")
+        if isinstance(mfs, (int, float)):
+            f["mem_fraction_static_lower"] = f"{_lower_fraction(float(mfs)):.2f}".rstrip("0").rstrip(".")
+            f["mem_fraction_static_higher"] = f"{min(0.95, round(float(mfs) + 0.04, 2)):.2f}".rstrip("0")
+        bs = f.get("cuda_graph_max_bs")
+        if isinstance(bs, int) and bs > 1:
+            f["cuda_graph_max_bs_lower"] = max(1, bs // 2)
+        cps = f.get("chunked_prefill_size")
+        if isinstance(cps, int) and cps > 512:
+            f["chunked_prefill_size_lower"] = max(512, cps // 2)
+        mrr = f.get("max_running_requests")
+        if isinstance(mrr, str) and mrr.isdigit():
+            mrr = int(mrr)
+            f["max_running_requests"] = mrr
+        if isinstance(mrr, int) and mrr > 1:
+            f["max_running_requests_lower"] = max(1, mrr // 2)
+        if self._ranks:
+            tps = [r for r in self._ranks for part in r.split() if part.startswith("TP")]
+            f.setdefault("gpu_count", len(set(tps)) or None)
+        f["model_is_multimodal"] = self._multimodal(f)
+        return f
+
+    def _multimodal(self, f: dict[str, Any]) -> bool | None:
+        if f.get("enable_multimodal") is True:
+            return True
+        arch = f.get("model_arch") or ""
+        path = str(f.get("model_path") or "")
+        if arch:
+            return bool(_MULTIMODAL_ARCH.search(arch)) or self.mm_hint
+        if _MULTIMODAL_ARCH.search(path.rsplit("/", 1)[-1]):
+            return True
+        return True if self.mm_hint else None

@@ -1,0 +1,56 @@
+"""A rule's fix templates + captures + facts -> concrete fixes; conditions (`if:`) decide which apply."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from logsense.model import Fix
+from logsense.rules.loader import FixSpec
+
+_NAME = re.compile(r"\{(\w+)\}")
+
+
+def _applies(when: dict[str, tuple[Any, ...]], values: dict[str, Any]) -> bool:
+    for key, allowed in when.items():
+        if values.get(key) not in allowed:
+            return False
+    return True
+
+
+def _fill(template: str | None, values: dict[str, Any]) -> str | None:
+    """Fill {names}; None when a name has no value."""
+    if template is None:
+        return None
+    missing = False
+
+    def sub(m: re.Match) -> str:
+        nonlocal missing
+        v = values.get(m.group(1))
+        if v is None or v == "":
+            missing = True
+            return ""
+        return str(v)
+
+    out = _NAME.sub(sub, template)
+    return None if missing else out
+
+
+def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str, str], phase: str | None) -> tuple[Fix, ...]:
+    values = {**facts, **{k: v for k, v in captures.items() if v is not None}, "phase": phase}
+    out: list[Fix] = []
+    for spec in specs:
+        if not _applies(spec.when, values):
+            continue
+        value = _fill(spec.value, values)
+        if value is None:
+            value = _fill(spec.fallback, values)
+        if value is None:
+            continue
+        note = _fill(spec.note, values) if spec.note else None
+        if spec.note and note is None:
+            note = _NAME.sub("?", spec.note)
+        fix = Fix(spec.kind, value, note)
+        if fix not in out:
+            out.append(fix)
+    return tuple(out)

@@ -1,0 +1,142 @@
+"""Records -> Events: a Python traceback (chains included) or a compiler error is one event.
+
+Events are kept per stream (pid, and the SGLang rank on prefixed lines), so eight TP ranks
+printing at once do not mix. Lines without a prefix (a traceback's frames) continue the
+event that is open for their pid. Every record ends up in exactly one event.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from logsense.model import Event, Record
+
+MAX_EVENT_LINES = 400
+MAX_TAIL_LINES = 40  # lines of exception message after the exception line ("Possible solutions: ...")
+
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAIN = re.compile(
+    r"^(?:During handling of the above exception, another exception occurred:"
+    r"|The above exception was the direct cause of the following exception:)\s*$"
+)
+_COMPILE_START = re.compile(
+    r"^(?:\S+?:\d+:(?:\d+:)? (?:fatal )?error: |FAILED: |error: command '[^']*' failed|"
+    r"In file included from \S+:\d+)"
+)
+_COMPILE_MORE = re.compile(
+    r"^(?:\s+\d*\s*\||\s+\^|compilation terminated\.|In file included from |\s+from \S+:\d+|"
+    r"\S+?:\d+:(?:\d+:)? (?:fatal error|error|note|warning|In function)|ninja: build stopped|"
+    r"\[\d+/\d+\] |\S*(?:gcc|g\+\+|cc|c\+\+|nvcc|clang)\S* .*-[co] |\d+ errors? detected)"
+)
+
+
+@dataclass
+class _Open:
+    kind: str
+    records: list[Record] = field(default_factory=list)
+    phase: str = "import"
+    state: str = "frames"  # frames | exc | gap | chain (tracebacks); body (compile)
+    tail: int = 0
+
+    @property
+    def rank(self) -> str | None:
+        return self.records[0].rank
+
+
+class Framer:
+    """Push records in, get completed events out; `flush()` closes whatever is open."""
+
+    def __init__(self) -> None:
+        self._open: dict[str | None, _Open] = {}  # by pid
+        self.open_since: dict[str | None, float] = {}
+
+    @property
+    def busy(self) -> bool:
+        """True while a multi-line event is open (its next lines are needed)."""
+        return bool(self._open)
+
+    def feed(self, rec: Record, phase: str = "import") -> list[Event]:
+        out: list[Event] = []
+        cur = self._open.get(rec.pid)
+        if cur is not None:
+            verdict = self._continue(cur, rec)
+            if verdict == "take":
+                cur.records.append(rec)
+                if len(cur.records) >= MAX_EVENT_LINES:
+                    out.append(self._close(rec.pid))
+                return out
+            if verdict == "other":
+                # another rank's line while this traceback is still in its frames
+                out.append(Event("line", (rec,), phase))
+                return out
+            out.append(self._close(rec.pid))
+        msg = rec.message
+        if _TRACEBACK in msg:
+            self._open[rec.pid] = _Open("traceback", [rec], phase)
+        elif _COMPILE_START.match(msg):
+            self._open[rec.pid] = _Open("compile", [rec], phase, state="body")
+        else:
+            out.append(Event("line", (rec,), phase))
+        return out
+
+    def flush(self) -> list[Event]:
+        return [self._close(pid) for pid in list(self._open)]
+
+    def _close(self, pid: str | None) -> Event:
+        cur = self._open.pop(pid)
+        return Event(cur.kind, tuple(cur.records), cur.phase)
+
+    def _continue(self, cur: _Open, rec: Record) -> str:
+        msg = rec.message
+        if cur.kind == "compile" and _TRACEBACK in msg:
+            cur.kind, cur.state = "traceback", "frames"  # the build's traceback joins its compiler error
+            return "take"
+        if rec.prefixed:
+            # A new SGLang record. Another rank's line does not end a traceback that is still
+            # in its frames; the same rank's (or any line once the exception is out) does.
+            if cur.kind == "traceback" and cur.state == "frames" and rec.rank != cur.rank and cur.rank:
+                return "other"
+            return "close"
+        if cur.kind == "compile":
+            if _COMPILE_MORE.match(msg) or msg.startswith("    "):
+                return "take"
+            return "close"
+        if cur.state == "frames":
+            if msg[:1] in (" ", "\t") or msg.startswith(_TRACEBACK) or msg.startswith("[Previous line"):
+                return "take"
+            if not msg.strip():
+                return "take"
+            cur.state = "exc"  # the exception line: "ValueError: ..."
+            return "take"
+        if cur.state == "exc":
+            if not msg.strip():
+                cur.state = "gap"
+                return "take"
+            if _CHAIN.match(msg):
+                cur.state = "chain"
+                return "take"
+            if _TRACEBACK in msg:
+                cur.state = "frames"
+                return "take"
+            cur.tail += 1
+            if cur.tail > MAX_TAIL_LINES or _COMPILE_START.match(msg):
+                return "close"
+            return "take"
+        if cur.state == "gap":
+            if _CHAIN.match(msg):
+                cur.state = "chain"
+                return "take"
+            if _TRACEBACK in msg:
+                cur.state = "frames"
+                return "take"
+            if not msg.strip():
+                return "take"
+            return "close"
+        # chain: a blank line, then the next traceback
+        if not msg.strip():
+            return "take"
+        if _TRACEBACK in msg:
+            cur.state = "frames"
+            return "take"
+        return "close"

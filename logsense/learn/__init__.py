@@ -1,0 +1,1 @@
+"""The optional learned classifier (scikit-learn): consulted only when no root rule matched."""

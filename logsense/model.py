@@ -1,0 +1,210 @@
+"""The types every stage shares: records in, a report out (the JSON contract)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Role(str, Enum):
+    ROOT = "root"
+    SYMPTOM = "symptom"
+
+
+class Origin(str, Enum):
+    RULE = "rule"
+    CLASSIFIER = "classifier"
+
+
+class Status(str, Enum):
+    FAILED = "failed"
+    READY = "ready"
+    INCOMPLETE = "incomplete"
+
+
+class UpdateKind(str, Enum):
+    PHASE = "phase"
+    DIAGNOSIS = "diagnosis"
+    READY = "ready"
+    PROGRESS = "progress"
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One log line as read: its raw text, its message without prefixes, and what the source knew."""
+
+    line: int
+    raw: str
+    message: str
+    time: str | None = None
+    host: str | None = None
+    ident: str | None = None
+    pid: str | None = None
+    rank: str | None = None
+    unit: str | None = None
+    prefixed: bool = False  # the message carried SGLang's own "[time ranks]" prefix
+    cursor: str | None = None
+
+    @property
+    def stream(self) -> tuple[str | None, str | None]:
+        return (self.pid, self.rank)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A unit of meaning: one line, or a whole traceback / compiler error, from one stream."""
+
+    kind: str  # "line" | "traceback" | "compile"
+    records: tuple[Record, ...]
+    phase: str = "import"
+
+    @property
+    def first_line(self) -> int:
+        return self.records[0].line
+
+    @property
+    def last_line(self) -> int:
+        return self.records[-1].line
+
+    @property
+    def rank(self) -> str | None:
+        return self.records[0].rank
+
+    @property
+    def pid(self) -> str | None:
+        return self.records[0].pid
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    kind: str  # flag | package | command | env | config
+    value: str
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A rule that fired on an event, with what it captured."""
+
+    rule_id: str
+    cause: str
+    role: Role
+    priority: int
+    confidence: float
+    event: Event
+    evidence: tuple[Evidence, ...]
+    captures: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    cause: str
+    rule: str | None
+    root: bool
+    origin: Origin
+    confidence: float
+    title: str
+    explanation: str
+    phase: str | None
+    evidence: tuple[Evidence, ...]
+    fixes: tuple[Fix, ...]
+    ranks: tuple[str, ...] = ()
+    occurrences: int = 1
+    explains: tuple[str, ...] = ()  # symptom rule ids this root cause accounts for
+    nearest: str | None = None  # classifier: the closest corpus incident
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "cause": self.cause,
+            "rule": self.rule,
+            "root": self.root,
+            "origin": self.origin.value,
+            "confidence": round(self.confidence, 3),
+            "title": self.title,
+            "explanation": self.explanation,
+            "phase": self.phase,
+            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
+            "fixes": [
+                {"kind": f.kind, "value": f.value, **({"note": f.note} if f.note else {})} for f in self.fixes
+            ],
+            "ranks": list(self.ranks),
+            "occurrences": self.occurrences,
+        }
+        if self.explains:
+            out["explains"] = list(self.explains)
+        if self.nearest:
+            out["nearest"] = self.nearest
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    name: str
+    start: str | None
+    end: str | None
+    start_line: int
+    end_line: int | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        from logsense.timeline import seconds_between
+
+        return seconds_between(self.start, self.end)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "start": self.start,
+            "end": self.end,
+            "start_line": self.start_line,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """What feeding one record changed, for live consumers (tail)."""
+
+    kind: UpdateKind
+    phase: str | None = None
+    diagnosis: Diagnosis | None = None
+    progress: tuple[int, int] | None = None
+    line: int | None = None
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    source: str
+    status: Status
+    phase: str | None
+    phases: tuple[Phase, ...]
+    diagnoses: tuple[Diagnosis, ...]
+    facts: dict[str, Any]
+    lines: int
+
+    @property
+    def root(self) -> Diagnosis | None:
+        return next((d for d in self.diagnoses if d.root), None)
+
+    @property
+    def failed(self) -> bool:
+        return self.root is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "status": self.status.value,
+            "phase": self.phase,
+            "phases": [p.to_json() for p in self.phases],
+            "diagnoses": [d.to_json() for d in self.diagnoses],
+            "facts": {k: v for k, v in self.facts.items() if not k.startswith("arg_")},
+            "lines": self.lines,
+        }

@@ -1,0 +1,203 @@
+"""Raw lines -> Records: strips journalctl, docker and SGLang prefixes into fields, ANSI and `\\r` bars.
+
+The format is detected line by line, so a paste that mixes `journalctl -o short`, `-o cat`
+and plain SGLang output still normalizes. The raw line and its number are always kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime, timezone
+
+from logsense.model import Record
+
+# CSI, OSC (title, hyperlinks), and other two-byte escapes; then every other C0 control but \t and \r.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
+
+_JOURNAL = re.compile(
+    r"(?P<ts>"
+    r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,6})?"  # short, short-precise
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:[+-]\d\d:?\d\d|Z)"  # short-iso(-precise)
+    r"|\[\s*\d+\.\d{6}\]"  # short-monotonic
+    r"|\d{9,11}\.\d{6}"  # short-unix
+    r"|[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? [A-Za-z0-9+\-]+"  # short-full
+    r") (?:(?P<host>[^\s\[\]:]+) )?(?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: "
+)
+_JOURNAL_META = re.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
+# `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ".
+_DOCKER = re.compile(
+    r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?=\[\d{4}-|$|\S))"
+    r"|(?P<svc>[A-Za-z0-9][\w.-]*-\d+)\s+\| ?"
+)
+_SGLANG = re.compile(
+    r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?)"
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] "
+    r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+\.py:\d+: )?"
+)
+# A tqdm bar with a log record glued after it (no newline between them).
+_GLUED = re.compile(r"(?<=[\]|%])\s*(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] )")
+_MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+
+MAX_LINE = 64 * 1024  # longer lines are cut for matching; the server_args dump is ~10 KB
+
+
+def clean(text: str) -> str:
+    """Remove terminal escape sequences and control characters (keeps \\t and \\r)."""
+    if "\x1b" in text or "\x9b" in text:
+        text = _ANSI.sub("", text)
+    return _CONTROL.sub("", text)
+
+
+def fold_progress(text: str) -> str:
+    """Keep what a terminal would show of a `\\r`-redrawn line: its last non-empty segment."""
+    if "\r" not in text:
+        return text
+    parts = [p for p in text.split("\r") if p.strip()]
+    return parts[-1] if parts else ""
+
+
+def _journal_time(ts: str) -> str | None:
+    try:
+        if ts[0] == "[":
+            return None  # monotonic seconds: not a wall clock
+        if ts[:3] in _MONTHS and ts[3] == " " and ts[4] != "2":
+            # short: no year; the year only matters across New Year, so a fixed one keeps order.
+            mon, day, clock = ts[:3], ts[4:6].strip(), ts[7:]
+            return f"2000-{_MONTHS[mon]:02d}-{int(day):02d} {clock}"
+        if ts[:3] in _MONTHS or ts[:3] in ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"):
+            return ts.split(" ", 1)[1].rsplit(" ", 1)[0]  # short-full: "Thu 2026-01-01 00:00:00 UTC"
+        if "T" in ts[:11]:
+            return ts[:19].replace("T", " ") + (ts[19:26] if ts[19:20] in ".," else "")
+        return datetime.fromtimestamp(float(ts), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    except (ValueError, KeyError, IndexError, OverflowError):
+        return None
+
+
+class Normalizer:
+    """Stateful per input: remembers the journal prefix width to join continuation lines."""
+
+    def __init__(self) -> None:
+        self._last: Record | None = None
+        self._indent = 0  # width of the last journal prefix; deeper-indented lines continue it
+
+    def feed(self, line_no: int, raw: str) -> list[Record]:
+        """Normalize one raw line (without its newline) into zero, one or more records."""
+        if len(raw) > MAX_LINE:
+            raw = raw[:MAX_LINE]
+        if raw.endswith("\r"):
+            raw = raw.rstrip("\r")
+        if raw[:1] == "{" and raw.rstrip()[-1:] == "}":
+            entry = _json_entry(raw)
+            if entry is not None:
+                return list(self._from_json(line_no, raw, entry))
+        text = clean(raw)
+        fields: dict[str, str | None] = {}
+        m = _JOURNAL.match(text)
+        if m:
+            fields = {"time": _journal_time(m["ts"]), "host": m["host"], "ident": m["ident"], "pid": m["pid"]}
+            self._indent = m.end()
+            text = text[m.end() :]
+        elif text.startswith("-- ") and _JOURNAL_META.match(text):
+            return []
+        elif self._indent and self._last is not None and text[: self._indent].isspace() and text.strip():
+            # journalctl's continuation of a multi-line entry: indented to the message column.
+            last = self._last
+            fields = {"time": last.time, "host": last.host, "ident": last.ident, "pid": last.pid}
+            text = text[self._indent :]
+            return [self._record(line_no, raw, fold_progress(text), fields, continuation_of=last)]
+        else:
+            self._indent = 0
+        d = _DOCKER.match(text)
+        if d:
+            text = text[d.end() :]
+            if d["svc"]:
+                fields.setdefault("ident", d["svc"])
+        text = fold_progress(text)
+        glued = _GLUED.search(text, 1) if "[" in text[1:] else None
+        if glued:
+            head, tail = text[: glued.start()], text[glued.end() :]
+            return [self._record(line_no, raw, head, fields), self._record(line_no, raw, tail, fields)]
+        return [self._record(line_no, raw, text, fields)]
+
+    def _record(
+        self,
+        line_no: int,
+        raw: str,
+        text: str,
+        fields: dict[str, str | None],
+        continuation_of: Record | None = None,
+        unit: str | None = None,
+        cursor: str | None = None,
+    ) -> Record:
+        time = fields.get("time")
+        rank = None
+        prefixed = False
+        if text[:1] == "[":
+            s = _SGLANG.match(text)
+            if s:
+                prefixed = True
+                rank = s["ranks"].strip() or None
+                time = time or s["time"].replace(",", ".")
+                text = text[s.end() :]
+        elif continuation_of is not None:
+            rank = continuation_of.rank
+        rec = Record(
+            line=line_no,
+            raw=raw,
+            message=text,
+            time=time,
+            host=fields.get("host"),
+            ident=fields.get("ident"),
+            pid=fields.get("pid"),
+            rank=rank,
+            unit=unit,
+            prefixed=prefixed,
+            cursor=cursor,
+        )
+        self._last = rec
+        return rec
+
+    def _from_json(self, line_no: int, raw: str, entry: dict) -> Iterator[Record]:
+        message = entry.get("MESSAGE")
+        if isinstance(message, list):
+            try:
+                message = bytes(int(b) & 0xFF for b in message).decode("utf-8", "replace")
+            except (TypeError, ValueError):
+                message = ""
+        elif message is None:
+            message = "[message not shown: over 4096 bytes; use journalctl --all]"
+        elif not isinstance(message, str):
+            message = str(message)
+        ts = entry.get("__REALTIME_TIMESTAMP")
+        time = None
+        if isinstance(ts, str) and ts.isdigit():
+            time = datetime.fromtimestamp(int(ts) / 1e6, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+        pid = entry.get("_PID")
+        fields = {
+            "time": time,
+            "host": entry.get("_HOSTNAME"),
+            "ident": entry.get("SYSLOG_IDENTIFIER"),
+            "pid": str(pid) if pid is not None else None,
+        }
+        unit = entry.get("_SYSTEMD_UNIT") or entry.get("UNIT") or entry.get("OBJECT_SYSTEMD_UNIT")
+        cursor = entry.get("__CURSOR")
+        self._indent = 0
+        first = None
+        for part in message.split("\n"):
+            text = fold_progress(clean(part))
+            rec = self._record(line_no, raw, text, fields, continuation_of=first, unit=unit, cursor=cursor)
+            first = first or rec
+            yield rec
+
+
+def _json_entry(raw: str) -> dict | None:
+    try:
+        entry = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(entry, dict) and ("MESSAGE" in entry or "__CURSOR" in entry):
+        return entry
+    return None

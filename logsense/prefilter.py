@@ -1,0 +1,55 @@
+"""Which literals a line holds: the cheap first test before any regex runs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable
+
+
+class LiteralIndex:
+    """Maps literals to keys; `keys_in(text)` returns the keys of every literal the text contains.
+
+    One combined alternation answers "does the line hold any literal at all?" (almost every
+    line does not); only lines that pass it are checked literal by literal.
+    """
+
+    def __init__(self, entries: Iterable[tuple[str, bool, Hashable]], always: Iterable[Hashable] = ()) -> None:
+        self._cs: dict[str, list[Hashable]] = {}
+        self._ci: dict[str, list[Hashable]] = {}
+        for lit, icase, key in entries:
+            (self._ci if icase else self._cs).setdefault(lit.lower() if icase else lit, []).append(key)
+        self.always = tuple(dict.fromkeys(always))
+        self._gate_cs = _gate(self._cs, 0)
+        self._gate_ci = _gate(self._ci, re.IGNORECASE)
+
+    @property
+    def literals(self) -> tuple[list[str], list[str]]:
+        """(case-sensitive, case-blind) literals."""
+        return list(self._cs), list(self._ci)
+
+    def keys_in(self, text: str) -> list[Hashable]:
+        found: list[Hashable] = list(self.always)
+        if self._gate_cs is not None and self._gate_cs.search(text):
+            for lit, keys in self._cs.items():
+                if lit in text:
+                    found.extend(keys)
+        if self._gate_ci is not None and self._gate_ci.search(text):
+            low = text.lower()
+            for lit, keys in self._ci.items():
+                if lit in low:
+                    found.extend(keys)
+        return found
+
+    def any_in(self, text: str) -> bool:
+        return bool(
+            self.always
+            or (self._gate_cs is not None and self._gate_cs.search(text))
+            or (self._gate_ci is not None and self._gate_ci.search(text))
+        )
+
+
+def _gate(lits: dict[str, list[Hashable]], flags: int) -> re.Pattern | None:
+    if not lits:
+        return None
+    # Longest first, so a literal that is a prefix of another does not hide it from search().
+    return re.compile("|".join(re.escape(x) for x in sorted(lits, key=len, reverse=True)), flags)

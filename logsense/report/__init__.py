@@ -1,0 +1,3 @@
+"""Rendering a Report: text (rich), json (the contract); FORMATS names them."""
+
+FORMATS = ("text", "json")

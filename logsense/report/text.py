@@ -1,0 +1,114 @@
+"""The terminal report: root cause first, its fix, the symptoms it explains, then the phases.
+
+Log text is data: it is always put into rich `Text` objects, never parsed as markup, and
+control sequences were stripped when the line was normalized.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from logsense.model import Diagnosis, Report
+from logsense.normalize import clean
+
+
+def sureness(confidence: float) -> str:
+    if confidence >= 0.85:
+        return "high"
+    if confidence >= 0.6:
+        return "medium"
+    return "low"
+
+
+def _secs(s: float | None) -> str:
+    if s is None:
+        return "?"
+    if s < 90:
+        return f"{s:.0f} s"
+    return f"{s / 60:.1f} min"
+
+
+def phase_summary(report: Report) -> Text:
+    t = Text("phases: ", style="bold")
+    if not report.phases:
+        t.append("no startup phase markers seen")
+        return t
+    for i, p in enumerate(report.phases):
+        if i:
+            t.append(" → ", style="dim")
+        t.append(p.name)
+        if p.seconds is not None and p.name != "serving":
+            t.append(f" {_secs(p.seconds)}", style="dim")
+    return t
+
+
+def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
+    head = Text()
+    if d.root and d.cause == "unknown":
+        head.append("✗ failed, cause unknown", style="bold red")
+    elif d.root:
+        head.append("✗ " if principal else "• ", style="bold red" if principal else "red")
+        head.append(clean(d.title), style="bold")
+        head.append(f"  [{d.cause}]", style="dim")
+    else:
+        head.append("  symptom: ", style="yellow")
+        head.append(clean(d.title))
+    console.print(head)
+    meta = Text("  ")
+    if d.phase:
+        meta.append(f"phase {d.phase}", style="cyan")
+    if d.root:
+        meta.append(f"   sure: {sureness(d.confidence)} ({d.confidence:.2f})", style="dim")
+        if d.origin.value == "classifier":
+            meta.append("  from the learned classifier", style="dim")
+    if d.ranks:
+        meta.append(f"   ranks: {', '.join(d.ranks)}", style="dim")
+    if d.occurrences > 1:
+        meta.append(f"   ×{d.occurrences}", style="dim")
+    if d.rule:
+        meta.append(f"   rule {d.rule}", style="dim")
+    console.print(meta)
+    if d.explanation and d.root:
+        console.print(Text("  " + clean(d.explanation), style="italic"))
+    for e in d.evidence[: 6 if principal else 2]:
+        line = Text(f"  {e.line:>6} │ ", style="dim")
+        line.append(clean(e.text))
+        console.print(line)
+    if d.fixes:
+        console.print(Text("  fix:", style="bold green"))
+        for f in d.fixes:
+            ft = Text("    ")
+            ft.append(clean(f.value), style="bold")
+            ft.append(f"  ({f.kind})", style="dim")
+            if f.note:
+                ft.append(f"  — {clean(f.note)}", style="dim")
+            console.print(ft)
+    if d.nearest:
+        console.print(Text(f"  closest known incident: {clean(d.nearest)}", style="dim"))
+
+
+def render(report: Report, console: Console, problems: list | None = None) -> None:
+    title = Text(clean(report.source), style="bold")
+    title.append(f"  {report.lines} lines  ", style="dim")
+    status_style = {"failed": "bold red", "ready": "bold green", "incomplete": "bold yellow"}[report.status.value]
+    title.append(report.status.value, style=status_style)
+    console.print(title)
+    roots = [d for d in report.diagnoses if d.root]
+    symptoms = [d for d in report.diagnoses if not d.root]
+    if not roots:
+        if report.status.value == "ready":
+            console.print(Text("✓ the server became ready; no failure found", style="green"))
+        else:
+            console.print(Text("no failure found (the log ends before the server is ready)", style="yellow"))
+    for i, d in enumerate(roots):
+        if i == 1:
+            console.print(Text("also matched:", style="dim"))
+        render_diagnosis(console, d, principal=(i == 0))
+    if symptoms and roots:
+        console.print(Text(f"  explains {len(symptoms)} symptom(s):", style="dim"))
+    for d in symptoms:
+        render_diagnosis(console, d, principal=False)
+    console.print(phase_summary(report))
+    for p in problems or []:
+        console.print(Text(f"warning: rule {p.rule} at line {p.line}: {p.reason}", style="yellow"))

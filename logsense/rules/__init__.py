@@ -1,0 +1,100 @@
+"""Rule packs: load, validate and compile them; `load_rules(paths)` is the only entry point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from logsense.errors import RuleError, RuleErrors
+from logsense.prefilter import LiteralIndex
+from logsense.rules.compile import CompiledRule, compile_rule
+from logsense.rules.loader import load_pack
+from logsense.rules.phases import PhaseSpec, load_phases
+
+
+def bundled_rules_dir() -> Path:
+    """The rule packs shipped with logsense (rules/ in a checkout, logsense/_rules when installed)."""
+    here = Path(__file__).resolve().parent.parent
+    checkout = here.parent / "rules"
+    if (checkout / "phases.yaml").is_file():
+        return checkout
+    return here / "_rules"
+
+
+@dataclass
+class RuleSet:
+    rules: list[CompiledRule]
+    phases: list[PhaseSpec]
+    sources: list[str] = field(default_factory=list)
+
+    def get(self, rule_id: str) -> CompiledRule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+    @cached_property
+    def index(self) -> LiteralIndex:
+        """Literal -> (rule index, pattern kind, pattern index)."""
+        entries, always = [], []
+        for ri, rule in enumerate(self.rules):
+            for kind, pats in (("any", rule.any), ("all", rule.all), ("not", rule.not_)):
+                for pi, p in enumerate(pats):
+                    if not p.literals:
+                        always.append((ri, kind, pi))
+                    for lit in p.literals:
+                        entries.append((lit, p.icase, (ri, kind, pi)))
+        return LiteralIndex(entries, always)
+
+
+def pack_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    return sorted(p for p in root.rglob("*.yaml") if p.name != "phases.yaml" and not p.name.endswith(".label.yaml"))
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def load_rules(extra: list[str] | None = None, only: list[str] | None = None, strict: bool = True) -> RuleSet:
+    """Load the bundled packs (or only `only`), plus `extra` dirs/files; raise RuleErrors on any problem."""
+    roots = [Path(p) for p in only] if only else [bundled_rules_dir()]
+    roots += [Path(p) for p in extra or []]
+    errors: list[RuleError] = []
+    rules: list[CompiledRule] = []
+    seen: dict[str, str] = {}
+    sources = []
+    phases: list[PhaseSpec] | None = None
+    for root in roots:
+        if not root.exists():
+            errors.append(RuleError(str(root), None, "no such rule file or directory"))
+            continue
+        phase_file = root / "phases.yaml" if root.is_dir() else None
+        if phase_file is not None and phase_file.is_file():
+            try:
+                phases = load_phases(phase_file, _display(phase_file))
+            except RuleErrors as e:
+                errors.extend(e.errors)
+        for path in pack_files(root):
+            display = _display(path)
+            sources.append(display)
+            specs, errs = load_pack(path, display)
+            errors.extend(errs)
+            for spec in specs:
+                if spec.id in seen:
+                    errors.append(RuleError(display, spec.line, f"duplicate rule id (also in {seen[spec.id]})",
+                                            rule=spec.id, field="id"))
+                    continue
+                seen[spec.id] = display
+                try:
+                    rules.append(compile_rule(spec))
+                except RuleError as e:
+                    errors.append(e)
+    if phases is None:
+        bundled = bundled_rules_dir() / "phases.yaml"
+        phases = load_phases(bundled, _display(bundled)) if bundled.is_file() else []
+    if errors and strict:
+        raise RuleErrors(errors)
+    return RuleSet(rules, phases, sources)

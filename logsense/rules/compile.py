@@ -1,0 +1,259 @@
+"""RuleSpec -> CompiledRule: regexes with a timeout, and the literals a line must contain first.
+
+Every pattern gets the longest literal that any match of it must contain (or one per
+top-level alternative). A line is only tried against the rules whose literals it holds,
+which is what keeps the engine near the speed of grep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+from logsense.errors import RuleError
+from logsense.rules.loader import FixSpec, PatternSpec, RuleSpec
+
+MIN_LITERAL = 3
+MATCH_TIMEOUT = 0.25  # seconds per search: a pathological pattern is stopped, reported and disabled
+
+_CLASS_ESCAPES = set("dDwWsSbBAZzGnrtfv0123456789xuUNpPXhHKkR")
+
+
+def _split_top(p: str) -> list[str]:
+    out, depth, cur, i = [], 0, [], 0
+    while i < len(p):
+        ch = p[i]
+        if ch == "\\" and i + 1 < len(p):
+            cur.append(p[i : i + 2])
+            i += 2
+            continue
+        if ch == "[":
+            j = _class_end(p, i)
+            cur.append(p[i:j])
+            i = j
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
+def _class_end(p: str, i: int) -> int:
+    j = i + 1
+    if j < len(p) and p[j] == "^":
+        j += 1
+    if j < len(p) and p[j] == "]":
+        j += 1
+    while j < len(p) and p[j] != "]":
+        j += 2 if p[j] == "\\" else 1
+    return j + 1
+
+
+def _group_end(p: str, i: int) -> int:
+    depth, j = 0, i
+    while j < len(p):
+        ch = p[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch == "[":
+            j = _class_end(p, j)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return len(p)
+
+
+def _optional_after(p: str, j: int) -> bool:
+    return j < len(p) and (p[j] in "?*" or (p[j] == "{" and p[j + 1 : j + 2] in ("0", ",")))
+
+
+def _branch_literals(p: str) -> list[str]:
+    """Runs of literal text that every match of this (alternation-free at top) branch contains."""
+    runs: list[str] = []
+    cur: list[str] = []
+    i = 0
+
+    def end_run() -> None:
+        if cur:
+            runs.append("".join(cur))
+            cur.clear()
+
+    while i < len(p):
+        ch = p[i]
+        if ch == "\\" and i + 1 < len(p):
+            nxt = p[i + 1]
+            j = i + 2
+            if nxt in _CLASS_ESCAPES:
+                end_run()
+            elif _optional_after(p, j):
+                end_run()
+            else:
+                cur.append(nxt)
+            i = j
+            continue
+        if ch == "[":
+            end_run()
+            i = _class_end(p, i)
+            continue
+        if ch == "(":
+            j = _group_end(p, i)
+            inner = p[i + 1 : j - 1]
+            end_run()
+            optional = _optional_after(p, j)
+            if inner.startswith("?"):
+                if inner[1:2] in ("=", "!", "<") and inner[1:3] not in ("<P",) or inner[1:2] == "#":
+                    i = j
+                    continue
+                if inner[1:2] == "P" and inner[2:3] == "<":
+                    inner = inner[inner.index(">") + 1 :]
+                elif inner[1:2] == ":":
+                    inner = inner[2:]
+                elif inner[1:2] == "<":
+                    inner = inner[inner.index(">") + 1 :]
+                else:
+                    i = j
+                    continue
+            if not optional:
+                alts = _split_top(inner)
+                if len(alts) == 1:
+                    runs.extend(_branch_literals(inner))
+            i = j
+            if i < len(p) and p[i] in "+*?{":
+                i = _skip_quant(p, i)
+            continue
+        if ch in ".^$":
+            end_run()
+            i += 1
+            continue
+        if ch in "?*":
+            if cur:
+                cur.pop()
+            end_run()
+            i = _skip_quant(p, i)
+            continue
+        if ch == "{":
+            if p[i + 1 : i + 2] in ("0", ","):
+                if cur:
+                    cur.pop()
+            end_run()
+            i = _skip_quant(p, i)
+            continue
+        if ch == "+":
+            end_run()
+            i = _skip_quant(p, i)
+            continue
+        if _optional_after(p, i + 1):
+            end_run()
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    end_run()
+    return runs
+
+
+def _skip_quant(p: str, i: int) -> int:
+    if p[i] == "{":
+        j = p.find("}", i)
+        i = j + 1 if j > 0 else i + 1
+    else:
+        i += 1
+    if i < len(p) and p[i] in "?+":
+        i += 1
+    return i
+
+
+def required_literals(pattern: str) -> tuple[tuple[str, ...], bool]:
+    """Literals of which every match contains at least one (empty: no prefilter), and whether case-blind."""
+    icase = False
+    body = pattern
+    flags = regex.match(r"^\(\?([aiLmsux]+)\)", body)
+    if flags:
+        icase = "i" in flags.group(1)
+        body = body[flags.end() :]
+    lits = []
+    for branch in _split_top(body):
+        runs = [r for r in _branch_literals(branch) if len(r.strip()) >= MIN_LITERAL]
+        if not runs:
+            return (), icase
+        best = max(runs, key=len)
+        lits.append(best.lower() if icase else best)
+    return tuple(dict.fromkeys(lits)), icase
+
+
+@dataclass(frozen=True)
+class Pattern:
+    spec: PatternSpec
+    regex: regex.Pattern
+    literals: tuple[str, ...]
+    icase: bool
+
+
+@dataclass(frozen=True)
+class FixTemplate:
+    kind: str
+    value: str
+    note: str | None
+    when: dict
+    fallback: str | None
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    spec: RuleSpec
+    any: tuple[Pattern, ...]
+    all: tuple[Pattern, ...]
+    not_: tuple[Pattern, ...]
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def patterns(self) -> tuple[Pattern, ...]:
+        return self.any + self.all + self.not_
+
+    @property
+    def prefiltered(self) -> bool:
+        """True when every positive pattern has a literal, so the prefilter can narrow the rule."""
+        return all(p.literals for p in self.any + self.all)
+
+
+def compile_pattern(spec: PatternSpec, path: str, rule: str) -> Pattern:
+    try:
+        rx = regex.compile(spec.text, regex.VERSION0)
+    except regex.error as e:
+        raise RuleError(path, spec.line, f"not a valid regular expression: {e}", rule=rule, field=spec.field,
+                        column=spec.column) from None
+    lits, icase = required_literals(spec.text)
+    if not icase and rx.flags & regex.IGNORECASE:
+        icase = True
+        lits = tuple(x.lower() for x in lits)
+    return Pattern(spec, rx, lits, icase)
+
+
+def compile_rule(spec: RuleSpec) -> CompiledRule:
+    def comp(ps: tuple[PatternSpec, ...]) -> tuple[Pattern, ...]:
+        return tuple(compile_pattern(p, spec.path, spec.id) for p in ps)
+
+    return CompiledRule(spec, comp(spec.any), comp(spec.all), comp(spec.not_))
+
+
+def fix_templates(spec: RuleSpec) -> tuple[FixSpec, ...]:
+    return spec.fixes

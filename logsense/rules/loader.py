@@ -1,0 +1,323 @@
+"""YAML rule packs -> RuleSpec, with every problem reported as file:line: rule: field: reason."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from logsense.errors import RuleError
+from logsense.rules.schema import EXAMPLE_FIELDS, FIX_FIELDS, MATCH_FIELDS, PHASES, RULE_FIELDS, Field
+from logsense.taxonomy import causes
+
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class Marked:
+    """A YAML value with the line it came from (1-based)."""
+
+    __slots__ = ("value", "line", "column", "keys")
+
+    def __init__(self, value: Any, line: int, column: int, keys: dict[str, tuple[int, int]] | None = None) -> None:
+        self.value, self.line, self.column = value, line, column
+        self.keys = keys or {}  # for a mapping: where each key stands
+
+
+def _marked(node: yaml.Node) -> Marked:
+    line, col = node.start_mark.line + 1, node.start_mark.column + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Marked] = {}
+        keys: dict[str, tuple[int, int]] = {}
+        for k, v in node.value:
+            out[str(k.value)] = _marked(v)
+            keys[str(k.value)] = (k.start_mark.line + 1, k.start_mark.column + 1)
+        return Marked(out, line, col, keys)
+    if isinstance(node, yaml.SequenceNode):
+        return Marked([_marked(v) for v in node.value], line, col)
+    loader = yaml.SafeLoader("")
+    return Marked(loader.construct_object(node, deep=True), line, col)
+
+
+def plain(m: Marked) -> Any:
+    """The value without marks."""
+    v = m.value
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v
+
+
+@dataclass(frozen=True)
+class PatternSpec:
+    text: str
+    line: int
+    column: int
+    field: str
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    kind: str
+    value: str
+    note: str | None
+    when: dict[str, tuple[Any, ...]]
+    fallback: str | None
+
+
+@dataclass(frozen=True)
+class ExampleSpec:
+    kind: str  # match | no_match | todo_match | todo_no_match
+    index: int
+    log: str
+    captures: dict[str, str]
+    line: int
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    id: str
+    cause: str
+    role: str
+    priority: int
+    confidence: float
+    title: str | None
+    explanation: str
+    any: tuple[PatternSpec, ...]
+    all: tuple[PatternSpec, ...]
+    within: int
+    not_: tuple[PatternSpec, ...]
+    when_phase: frozenset[str] | None
+    fixes: tuple[FixSpec, ...]
+    references: tuple[str, ...]
+    examples: tuple[ExampleSpec, ...]
+    status: str
+    path: str
+    line: int
+    pack: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _type_name(t: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", float: "a number", list: "a list", dict: "a mapping",
+             bool: "true or false"}
+    if isinstance(t, tuple):
+        return " or ".join(names.get(x, x.__name__) for x in t if x is not int or float not in t) or "a number"
+    return names.get(t, t.__name__)
+
+
+class _Checker:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.errors: list[RuleError] = []
+
+    def err(self, m: Marked | None, reason: str, rule: str | None = None, field: str | None = None) -> None:
+        self.errors.append(RuleError(self.path, m.line if m else None, reason, rule=rule, field=field,
+                                     column=m.column if m else None))
+
+    def fields(self, m: Marked, table: dict[str, Field], rule: str | None, prefix: str) -> dict[str, Any] | None:
+        if not isinstance(m.value, dict):
+            self.err(m, f"must be a mapping, not {type(m.value).__name__}", rule, prefix.rstrip(".") or None)
+            return None
+        out: dict[str, Any] = {}
+        for key in m.value:
+            if key not in table:
+                known = ", ".join(table)
+                kl, kc = m.keys.get(key, (m.line, m.column))
+                self.err(Marked(None, kl, kc), f"unknown field (known: {known})", rule, prefix + key)
+        for name, f in table.items():
+            if name not in m.value:
+                if f.required:
+                    self.err(m, f"missing required field '{name}' ({f.help})", rule, prefix + name)
+                out[name] = f.default
+                continue
+            val = m.value[name]
+            ok_types = f.type if isinstance(f.type, tuple) else (f.type,)
+            if isinstance(val.value, bool) and bool not in ok_types:
+                ok = False
+            else:
+                ok = isinstance(val.value, ok_types) or (val.value is None and not f.required)
+            if not ok:
+                self.err(val, f"must be {_type_name(f.type)}", rule, prefix + name)
+                out[name] = f.default
+                continue
+            if f.choices and val.value not in f.choices:
+                self.err(val, f"'{val.value}' is not one of: {', '.join(f.choices)}", rule, prefix + name)
+            out[name] = val
+        return out
+
+
+def _text(m: Any) -> Any:
+    return m.value if isinstance(m, Marked) else m
+
+
+def _patterns(c: _Checker, m: Marked | None, rule: str, name: str) -> tuple[PatternSpec, ...]:
+    if m is None or not isinstance(m, Marked):
+        return ()
+    out = []
+    for i, p in enumerate(m.value or []):
+        if not isinstance(p.value, str) or not p.value:
+            c.err(p, "must be a non-empty string (a regular expression)", rule, f"{name}[{i}]")
+            continue
+        out.append(PatternSpec(p.value, p.line, p.column, f"{name}[{i}]"))
+    return tuple(out)
+
+
+def _fixes(c: _Checker, m: Any, rule: str) -> tuple[FixSpec, ...]:
+    if not isinstance(m, Marked):
+        return ()
+    out = []
+    for i, fm in enumerate(m.value or []):
+        f = c.fields(fm, FIX_FIELDS, rule, f"fixes[{i}].")
+        if f is None or not isinstance(_text(f["value"]), str):
+            continue
+        when: dict[str, tuple[Any, ...]] = {}
+        cond = f.get("if")
+        if isinstance(cond, Marked) and isinstance(cond.value, dict):
+            for k, v in plain(cond).items():
+                when[k] = tuple(v) if isinstance(v, list) else (v,)
+        out.append(FixSpec(_text(f["kind"]), _text(f["value"]), _text(f["note"]), when, _text(f["fallback"])))
+    return tuple(out)
+
+
+def _examples(c: _Checker, m: Any, rule: str) -> tuple[ExampleSpec, ...]:
+    if not isinstance(m, Marked):
+        return ()
+    ex = c.fields(m, EXAMPLE_FIELDS, rule, "examples.")
+    if ex is None:
+        return ()
+    out = []
+    for kind in ("match", "no_match", "todo_match", "todo_no_match"):
+        lst = ex.get(kind)
+        if not isinstance(lst, Marked):
+            continue
+        for i, e in enumerate(lst.value or []):
+            v = e.value
+            if isinstance(v, str):
+                out.append(ExampleSpec(kind, i, v, {}, e.line))
+            elif isinstance(v, dict) and isinstance(_text(v.get("log")), str):
+                caps = plain(v["captures"]) if "captures" in v else {}
+                out.append(ExampleSpec(kind, i, v["log"].value, {k: str(x) for k, x in (caps or {}).items()}, e.line))
+            else:
+                c.err(e, "an example is a string or a mapping with 'log' (and optional 'captures')", rule,
+                      f"examples.{kind}[{i}]")
+    return tuple(out)
+
+
+def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
+    rid = _text(m.value.get("id")) if isinstance(m.value, dict) else None
+    rid = rid if isinstance(rid, str) else None
+    f = c.fields(m, RULE_FIELDS, rid, "")
+    if f is None or rid is None:
+        return None
+    before = len(c.errors)
+    if not _ID.match(rid):
+        c.err(f["id"], "must be lowercase letters, digits and '-'", rid, "id")
+    cause = _text(f["cause"])
+    if isinstance(cause, str) and cause not in causes():
+        c.err(f["cause"], f"unknown cause '{cause}' (see logsense/taxonomy.yaml)", rid, "cause")
+    prio = _text(f["priority"])
+    if isinstance(prio, int) and not 0 <= prio <= 100:
+        c.err(f["priority"], "must be between 0 and 100", rid, "priority")
+    conf = _text(f["confidence"])
+    if isinstance(conf, (int, float)) and not 0 <= conf <= 1:
+        c.err(f["confidence"], "must be between 0 and 1", rid, "confidence")
+    match = f["match"]
+    pats_any = pats_all = pats_not = ()
+    within = 0
+    if isinstance(match, Marked):
+        mf = c.fields(match, MATCH_FIELDS, rid, "match.")
+        if mf is not None:
+            pats_any = _patterns(c, mf["any"], rid, "match.any")
+            pats_all = _patterns(c, mf["all"], rid, "match.all")
+            pats_not = _patterns(c, mf["not"], rid, "match.not")
+            within = _text(mf["within"]) or 0
+            if not pats_any and not pats_all:
+                c.err(match, "needs at least one pattern in 'any' or 'all'", rid, "match")
+    phases = None
+    wp = f["when_phase"]
+    if isinstance(wp, Marked):
+        phases = frozenset(plain(wp) or [])
+        for p in phases:
+            if p not in PHASES:
+                c.err(wp, f"unknown phase '{p}' (phases: {', '.join(PHASES)})", rid, "when_phase")
+    fixes = _fixes(c, f["fixes"], rid)
+    examples = _examples(c, f["examples"], rid)
+    if len(c.errors) > before:
+        return None
+    return RuleSpec(
+        id=rid,
+        cause=cause,
+        role=_text(f["role"]),
+        priority=prio if isinstance(prio, int) else 50,
+        confidence=float(conf),
+        title=_text(f["title"]),
+        explanation=(_text(f["explanation"]) or "").strip(),
+        any=pats_any,
+        all=pats_all,
+        within=int(within),
+        not_=pats_not,
+        when_phase=phases,
+        fixes=fixes,
+        references=tuple(plain(f["references"]) if isinstance(f["references"], Marked) else ()),
+        examples=examples,
+        status=_text(f["status"]) or "stable",
+        path=c.path,
+        line=m.line,
+        pack=pack,
+    )
+
+
+def read_yaml(path: Path, display: str) -> Marked | None:
+    """Compose a YAML file into marked values; syntax errors name the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise RuleError(display, None, f"not UTF-8 text ({e.reason})") from None
+    except OSError as e:
+        raise RuleError(display, None, f"cannot read: {e.strerror or e}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        # "while scanning a quoted scalar" points where the trouble starts; the problem mark is often EOF
+        mark = e.context_mark or e.problem_mark
+        reason = f"{e.context}: {e.problem}" if e.context else str(e.problem)
+        raise RuleError(display, mark.line + 1 if mark else None, f"invalid YAML: {reason}",
+                        column=mark.column + 1 if mark else None) from None
+    except yaml.YAMLError as e:
+        raise RuleError(display, None, f"invalid YAML: {e}") from None
+    return _marked(node) if node is not None else None
+
+
+def load_pack(path: Path, display: str | None = None) -> tuple[list[RuleSpec], list[RuleError]]:
+    """Parse one pack; returns the rules that are valid and the problems found."""
+    display = display or str(path)
+    c = _Checker(display)
+    try:
+        doc = read_yaml(path, display)
+    except RuleError as e:
+        return [], [e]
+    if doc is None:
+        return [], []
+    if not isinstance(doc.value, dict) or "rules" not in doc.value:
+        c.err(doc, "a rule pack is a mapping with a 'rules:' list", None, None)
+        return [], c.errors
+    for key in doc.value:
+        if key != "rules":
+            c.err(doc.value[key], "unknown top-level key (a pack holds 'rules:')", None, key)
+    rules_m = doc.value["rules"]
+    if not isinstance(rules_m.value, list):
+        c.err(rules_m, "must be a list of rules", None, "rules")
+        return [], c.errors
+    out = []
+    for i, rm in enumerate(rules_m.value):
+        if not isinstance(rm.value, dict):
+            c.err(rm, "a rule is a mapping", None, f"rules[{i}]")
+            continue
+        spec = parse_rule(c, rm, display)
+        if spec is not None:
+            out.append(spec)
+    return out, c.errors

@@ -1,0 +1,75 @@
+"""The rule format as data: every field, its type, default and help (drives loader and docs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Field:
+    type: type | tuple[type, ...]
+    required: bool = False
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+
+
+RULE_FIELDS: dict[str, Field] = {
+    "id": Field(str, True, help="unique rule id, [a-z0-9][a-z0-9-]*"),
+    "cause": Field(str, True, help="a cause id from taxonomy.yaml"),
+    "role": Field(str, True, help="root (a cause) or symptom (a consequence)", choices=("root", "symptom")),
+    "priority": Field(int, False, 50, "0..100; decides between two root rules"),
+    "confidence": Field((int, float), False, 0.8, "0..1: how sure a match makes us"),
+    "title": Field(str, False, None, "one line; defaults to the cause's taxonomy title"),
+    "explanation": Field(str, False, "", "why it happens, in plain words"),
+    "match": Field(dict, True, help="any / all / within / not: the patterns"),
+    "when_phase": Field(list, False, None, "phases in which the rule fires"),
+    "fixes": Field(list, False, [], "fixes: kind, value, note, if, fallback"),
+    "references": Field(list, False, [], "URLs"),
+    "examples": Field(dict, True, help="match / no_match: lines the rule must / must not fire on"),
+    "status": Field(str, False, "stable", "stable or experimental", choices=("stable", "experimental")),
+}
+
+MATCH_FIELDS: dict[str, Field] = {
+    "any": Field(list, False, [], "patterns; one must match a line of the event"),
+    "all": Field(list, False, [], "patterns; each must match a line of the event (or stream window)"),
+    "within": Field(int, False, 0, "lines; with `all`, lets the patterns span events of one stream"),
+    "not": Field(list, False, [], "patterns that veto the match"),
+}
+
+FIX_FIELDS: dict[str, Field] = {
+    "kind": Field(str, True, help="flag, package, command, env or config",
+                  choices=("flag", "package", "command", "env", "config")),
+    "value": Field(str, True, help="the fix, a template with {capture} and {fact} names"),
+    "note": Field(str, False, None, "a caveat shown with the fix"),
+    "if": Field(dict, False, None, "conditions on facts: fact: value or [values]; null = unknown"),
+    "fallback": Field(str, False, None, "the value to use when a template name has no value"),
+}
+
+EXAMPLE_FIELDS: dict[str, Field] = {
+    "match": Field(list, True, help="logs the rule must fire on"),
+    "no_match": Field(list, True, help="near misses the rule must not fire on"),
+    "todo_match": Field(list, False, [], "known gaps: expected to fail until fixed"),
+    "todo_no_match": Field(list, False, [], "known false positives: expected to fail until fixed"),
+}
+
+PHASE_FIELDS: dict[str, Field] = {
+    "phase": Field(str, True, help="phase name"),
+    "markers": Field(list, False, [], "patterns whose line moves the timeline into this phase"),
+    "ready": Field(bool, False, False, "reaching this phase means the server is ready"),
+    "progress": Field(list, False, [], "patterns with (?P<done>) and (?P<total>) groups: progress"),
+    "examples": Field(list, False, [], "lines that must hit a marker"),
+    "description": Field(str, False, "", "what happens in this phase"),
+}
+
+PHASES = (
+    "import",
+    "server_args",
+    "distributed_init",
+    "weight_loading",
+    "kv_cache_alloc",
+    "cuda_graph_capture",
+    "warmup",
+    "serving",
+)

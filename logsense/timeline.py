@@ -1,0 +1,103 @@
+"""Phase markers -> the startup timeline: which phase the server is in, since when, and readiness."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from logsense.model import Phase, Record
+from logsense.prefilter import LiteralIndex
+from logsense.rules.phases import PhaseSpec
+from logsense.rules.schema import PHASES
+
+_ORDER = {name: i for i, name in enumerate(PHASES)}
+
+
+def parse_time(t: str | None) -> datetime | None:
+    if not t:
+        return None
+    try:
+        return datetime.fromisoformat(t.replace(",", "."))
+    except ValueError:
+        return None
+
+
+def seconds_between(a: str | None, b: str | None) -> float | None:
+    ta, tb = parse_time(a), parse_time(b)
+    if ta is None or tb is None:
+        return None
+    s = (tb - ta).total_seconds()
+    return round(s, 3) if s >= 0 else None
+
+
+class Timeline:
+    """Moves forward only: a rank that logs 'Load weight begin' late does not pull the phase back."""
+
+    def __init__(self, specs: list[PhaseSpec]) -> None:
+        self.specs = specs
+        entries = []
+        for si, spec in enumerate(specs):
+            for pi, p in enumerate(spec.markers):
+                for lit in p.literals or ():
+                    entries.append((lit, p.icase, ("m", si, pi)))
+            for pi, p in enumerate(spec.progress):
+                for lit in p.literals or ():
+                    entries.append((lit, p.icase, ("p", si, pi)))
+        always = [("m", si, pi) for si, s in enumerate(specs) for pi, p in enumerate(s.markers) if not p.literals]
+        self.index = LiteralIndex(entries, always)
+        self.current = "import"
+        self.ready = False
+        self.ready_line: int | None = None
+        self.restarts = 0
+        self._phases: list[list] = []  # [name, start time, start line]
+        self.first_time: str | None = None
+        self.last_time: str | None = None
+        self.progress: tuple[int, int] | None = None
+
+    def feed(self, rec: Record) -> tuple[str | None, tuple[int, int] | None]:
+        """Returns (the phase entered on this line or None, progress (done, total) or None)."""
+        if rec.time:
+            self.last_time = rec.time
+            if self.first_time is None:
+                self.first_time = rec.time
+        keys = self.index.keys_in(rec.message)
+        if not keys:
+            return None, None
+        entered = None
+        progress = None
+        for kind, si, pi in keys:
+            spec = self.specs[si]
+            if kind == "m":
+                if spec.markers[pi].regex.search(rec.message) and self._enter(spec, rec):
+                    entered = spec.name
+            elif spec.name == self.current or _ORDER.get(spec.name, 0) >= _ORDER.get(self.current, 0):
+                m = spec.progress[pi].regex.search(rec.message)
+                if m and m.groupdict().get("done") and m.groupdict().get("total"):
+                    progress = (int(m["done"]), int(m["total"]))
+                    self.progress = progress
+        return entered, progress
+
+    def _enter(self, spec: PhaseSpec, rec: Record) -> bool:
+        new, cur = _ORDER.get(spec.name, 0), _ORDER.get(self.current, 0)
+        if new <= cur:
+            if spec.name == "server_args" and cur >= _ORDER["weight_loading"]:
+                self.restarts += 1  # a new start in the same log: its timeline begins again
+                self._phases.clear()
+                self.ready = False
+                self.ready_line = None
+            else:
+                return False
+        self.current = spec.name
+        self.progress = None
+        self._phases.append([spec.name, rec.time, rec.line])
+        if spec.ready:
+            self.ready = True
+            self.ready_line = rec.line
+        return True
+
+    def phases(self) -> tuple[Phase, ...]:
+        out = []
+        for i, (name, start, line) in enumerate(self._phases):
+            nxt = self._phases[i + 1] if i + 1 < len(self._phases) else None
+            end = nxt[1] if nxt else (None if name == "serving" else self.last_time)
+            out.append(Phase(name, start, end, line, nxt[2] if nxt else None))
+        return tuple(out)

@@ -1,0 +1,71 @@
+"""Tracebacks (chained), compiler errors and interleaved ranks frame into the right events."""
+
+from __future__ import annotations
+
+from logsense.framing import Framer
+from logsense.normalize import Normalizer
+
+
+def frame(text: str):
+    n, f, out = Normalizer(), Framer(), []
+    for i, line in enumerate(text.splitlines(), 1):
+        for rec in n.feed(i, line):
+            out.extend(f.feed(rec))
+    out.extend(f.flush())
+    return out
+
+
+CHAINED = """\
+[2026-01-01 00:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "a.py", line 1, in <module>
+    import flash_attn.cute
+ModuleNotFoundError: No module named 'flash_attn.cute'
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "b.py", line 2, in run
+    f()
+ImportError: Vendored FlashAttention CUTE is not available
+[2026-01-01 00:00:01] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+def test_chained_traceback_is_one_event():
+    events = frame(CHAINED)
+    assert [e.kind for e in events] == ["traceback", "line"]
+    assert events[0].first_line == 1 and events[0].last_line == 11
+
+
+def test_every_line_in_exactly_one_event():
+    events = frame(CHAINED)
+    lines = [r.line for e in events for r in e.records]
+    assert lines == list(range(1, 13))
+
+
+def test_compiler_error_joins_its_traceback():
+    text = """\
+/tmp/x/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory
+    6 | #include <Python.h>
+      |          ^~~~~~~~~~
+compilation terminated.
+Traceback (most recent call last):
+  File "build.py", line 3, in _build
+subprocess.CalledProcessError: Command '['/usr/bin/gcc', 'x.c']' returned non-zero exit status 1.
+[2026-01-01 00:00:01] next
+"""
+    events = frame(text)
+    assert events[0].kind == "traceback" and events[0].last_line == 7
+
+
+def test_other_rank_line_does_not_cut_a_traceback():
+    text = """\
+[2026-01-01 00:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):
+[2026-01-01 00:00:00 TP1] Load weight end.
+  File "a.py", line 1, in <module>
+RuntimeError: boom
+[2026-01-01 00:00:00 TP0] after
+"""
+    events = frame(text)
+    tb = next(e for e in events if e.kind == "traceback")
+    assert [r.line for r in tb.records] == [1, 3, 4]

@@ -1,0 +1,36 @@
+"""Every rule's own examples, discovered from the packs: `pytest -k flash-attn` runs one rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from logsense import load_rules
+from logsense.errors import RuleErrors
+from logsense.rules.examples import check_counts, check_phases, run_examples
+
+
+def _results():
+    try:
+        rs = load_rules()
+    except RuleErrors as e:
+        return [pytest.param(None, id="pack-load", marks=pytest.mark.xfail(reason=str(e), strict=True))]
+    results = run_examples(rs) + check_counts(rs) + check_phases(rs)
+    return [pytest.param(r, id=r.id) for r in results]
+
+
+@pytest.mark.parametrize("result", _results())
+def test_example(result):
+    assert result is not None
+    assert result.ok, f"{result.path}:{result.line}: rule '{result.rule}': {result.kind}: {result.message}"
+
+
+def test_packs_load():
+    load_rules()
+
+
+def test_every_cause_has_a_rule(rules):
+    from logsense.taxonomy import causes
+
+    covered = {r.spec.cause for r in rules.rules if r.spec.role == "root"}
+    missing = sorted(set(causes()) - covered - {"healthy", "unknown"})
+    assert not missing, f"causes with no root rule: {missing}"
