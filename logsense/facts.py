@@ -10,22 +10,28 @@ from typing import Any
 from logsense.model import Record
 from logsense.prefilter import LiteralIndex
 
-# (literal the line must hold, pattern, fact name); the first group is the value.
-_SIMPLE: list[tuple[str, str, str]] = [
-    ("sglang", r"\bsglang(?:==|\s+version[:=]?\s*|-)v?(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)", "sglang_version"),
-    ("torch", r"\btorch(?:==|\s+version[:=]?\s*|-)(\d+\.\d+\.\d+)", "torch_version"),
-    ("CUDA", r"\bCUDA(?: Version|_VERSION| runtime| version)[: =]+(\d+\.\d+)", "cuda_version"),
-    ("cuda", r"\bcuda(?:==|_version=|\s+version[:=]?\s*)(\d+\.\d+)", "cuda_version"),
-    ("Driver Version", r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)", "driver_version"),
-    ("NVIDIA", r"\b(NVIDIA (?:GeForce |RTX )?[A-Z]*\d+[A-Za-z0-9 ]*?(?: \d+GB)?(?: HBM\d\w*)?)(?=[,;)\]'\"]|\s*$|\s+\()",
+# (literals the line must hold (any), pattern, fact name); the first group is the value. The literals
+# are what the block scanner looks for, so they must be rare: never "python3" or "sglang" alone,
+# which stand in every journal prefix of a unit that runs `python3` or `sglang serve`.
+_SIMPLE: list[tuple[tuple[str, ...], str, str]] = [
+    (("sglang==", "sglang version", "SGLang version", "sglang-v"),
+     r"\b(?i:sglang)(?:==|\s+version[:=]?\s*|-v)v?(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)", "sglang_version"),
+    (("torch==", "torch version", "PyTorch version", "torch_version="),
+     r"\b(?i:torch)(?:==|\s+version[:=]?\s*|_version=)v?(\d+\.\d+\.\d+)", "torch_version"),
+    (("CUDA Version", "CUDA_VERSION", "CUDA runtime", "CUDA version", "cuda_version=", "cuda=="),
+     r"\b(?i:cuda)(?: Version| runtime(?: version)?| version|_VERSION|_version=|==)[: =]*(\d+\.\d+)", "cuda_version"),
+    (("Driver Version",), r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)", "driver_version"),
+    (("NVIDIA ",),
+     r"\b(NVIDIA (?:GeForce |RTX )?[A-Z]*\d+[A-Za-z0-9 ]*?(?: \d+GB)?(?: HBM\d\w*)?)(?=[,;)\]'\"]|\s*$|\s+\()",
      "gpu_name"),
-    ("device_name=", r"device_name=(NVIDIA_[A-Za-z0-9_]+?)(?:,|\.json|$)", "gpu_name"),
-    ("type=", r"Load weight end\..*?\btype=([A-Za-z0-9_]+)", "model_arch"),
-    ("architectures", r"architectures['\"]?\s*[:=]\s*\[['\"]([A-Za-z0-9_]+)", "model_arch"),
-    ("max_running_requests=", r"\bmax_running_requests=(\d+)", "max_running_requests"),
-    ("max_total_num_tokens=", r"\bmax_total_num_tokens=(\d+)", "max_total_num_tokens"),
-    ("context_len=", r"\bcontext_len=(\d+)", "context_len"),
+    (("device_name=NVIDIA_",), r"device_name=(NVIDIA_[A-Za-z0-9_]+?)(?:,|\.json|$)", "gpu_name"),
+    (("Load weight end",), r"Load weight end\..*?\btype=([A-Za-z0-9_]+)", "model_arch"),
+    (("architectures",), r"architectures['\"]?\s*[:=]\s*\[['\"]([A-Za-z0-9_]+)", "model_arch"),
+    (("max_running_requests=",), r"\bmax_running_requests=(\d+)", "max_running_requests"),
+    (("max_total_num_tokens=",), r"\bmax_total_num_tokens=(\d+)", "max_total_num_tokens"),
+    (("context_len=",), r"\bcontext_len=(\d+)", "context_len"),
 ]
+_PY_LITERALS = ("include/python3", "/python3.", "cpython-3", "Python 3.")
 
 _PY_INCLUDE = re.compile(r"include/python(3\.\d{1,2})\b")
 _PY_PATH = re.compile(r"/python(3\.\d{1,2})/|cpython-3(\d{1,2})-|\bPython (3\.\d{1,2})\.\d+")
@@ -116,9 +122,8 @@ class Facts:
     """Collects facts line by line; `snapshot()` gives the fact dict that fix templates use."""
 
     def __init__(self) -> None:
-        entries = [(lit, False, ("s", i)) for i, (lit, _, _) in enumerate(_SIMPLE)]
-        entries += [("server_args=", False, ("args",)), ("python3", False, ("py",)), ("Python 3", False, ("py",)),
-                    ("cpython-3", False, ("py",))]
+        entries = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(_SIMPLE) for lit in lits]
+        entries += [("server_args=", False, ("args",))] + [(lit, False, ("py",)) for lit in _PY_LITERALS]
         entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
         self.index = LiteralIndex(entries)
         self._simple = [(re.compile(p), name) for _, p, name in _SIMPLE]

@@ -16,6 +16,8 @@ MAX_EVENT_LINES = 400
 MAX_TAIL_LINES = 40  # lines of exception message after the exception line ("Possible solutions: ...")
 
 _TRACEBACK = "Traceback (most recent call last):"
+# What a line must hold to open a multi-line event (the block scanner looks for these).
+FRAMING_LITERALS = (_TRACEBACK, " error: ", "FAILED: ", "error: command '", "In file included from")
 _CHAIN = re.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)\s*$"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from logsense.commands.common import console, rules_from_options
@@ -12,6 +13,7 @@ from logsense.pipeline import Pipeline
 from logsense.report import json as report_json
 from logsense.report import text as report_text
 from logsense.rules import RuleSet
+from logsense.scan import feed_stream
 from logsense.sources.recorded import open_recorded, read_lines
 
 
@@ -21,8 +23,11 @@ def analyze_path(path: str, rules: RuleSet, classifier=None) -> tuple[Report, li
     try:
         p = Pipeline(rules)
         p.classifier = classifier
-        for line_no, text in read_lines(fp, name):
-            p.feed_line(line_no, text)
+        if os.environ.get("LOGSENSE_SCAN") == "off":
+            for line_no, text in read_lines(fp, name):
+                p.feed_line(line_no, text)
+        else:
+            feed_stream(fp, p, name)
         return p.finish(name), p.matcher.problems
     finally:
         if fp is not sys.stdin.buffer:

@@ -1,0 +1,174 @@
+"""The fast path for recorded logs: find candidate lines in big blocks, feed only those.
+
+Reading is cheap and Python regexes are not (a regex per line is ~100x slower than grep).
+So a multi-literal search (hyperscan, else Aho-Corasick, else bytes.find) runs over 4 MiB
+blocks for every literal that any rule, phase marker, fact or framing trigger needs; only
+the lines holding one are fed to the pipeline, plus every line while a multi-line event
+(a traceback) is open. The result is the same as feeding every line (a test checks it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import BinaryIO
+
+from logsense.errors import SourceError
+from logsense.framing import FRAMING_LITERALS
+from logsense.pipeline import Pipeline
+from logsense.sources.recorded import MAX_LINE_BYTES, read_lines
+
+BLOCK = 4 << 20
+BACKENDS = ("hyperscan", "aho-corasick", "find")
+
+
+class _Find:
+    name = "find"
+
+    def __init__(self, cs: list[bytes], ci: list[bytes]) -> None:
+        self.cs, self.ci = cs, ci
+
+    def offsets(self, data: bytes) -> Iterable[int]:
+        for lits, hay in ((self.cs, data), (self.ci, data.lower() if self.ci else b"")):
+            for lit in lits:
+                i = hay.find(lit)
+                while i >= 0:
+                    yield i
+                    nl = hay.find(b"\n", i)  # only the line matters: go on from the next one
+                    i = hay.find(lit, nl + 1) if nl >= 0 else -1
+
+
+class _AhoCorasick:
+    name = "aho-corasick"
+
+    def __init__(self, cs: list[bytes], ci: list[bytes]) -> None:
+        import ahocorasick_rs
+
+        self._cs = ahocorasick_rs.BytesAhoCorasick(cs) if cs else None
+        self._ci = ahocorasick_rs.BytesAhoCorasick(ci) if ci else None
+
+    def offsets(self, data: bytes) -> Iterable[int]:
+        if self._cs is not None:
+            for _, start, _ in self._cs.find_matches_as_indexes(data):
+                yield start
+        if self._ci is not None:
+            for _, start, _ in self._ci.find_matches_as_indexes(data.lower()):
+                yield start
+
+
+class _Hyperscan:
+    name = "hyperscan"
+
+    def __init__(self, cs: list[bytes], ci: list[bytes]) -> None:
+        import hyperscan
+
+        exprs = [re.escape(x.decode("utf-8", "replace")).encode() for x in cs + ci]
+        flags = [0] * len(cs) + [hyperscan.HS_FLAG_CASELESS] * len(ci)
+        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+
+    def offsets(self, data: bytes) -> Iterable[int]:
+        out: list[int] = []
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+            out.append(end - 1)  # hyperscan reports where a match ends; its line is what counts
+
+        self._db.scan(data, match_event_handler=on_match)
+        return out
+
+
+def _backend(cs: list[bytes], ci: list[bytes]):
+    wanted = os.environ.get("LOGSENSE_SCAN_BACKEND", "")
+    order = [wanted] if wanted else ["hyperscan", "aho-corasick", "find"]
+    for name in order:
+        try:
+            if name == "hyperscan":
+                return _Hyperscan(cs, ci)
+            if name == "aho-corasick":
+                return _AhoCorasick(cs, ci)
+            if name == "find":
+                return _Find(cs, ci)
+        except ImportError:
+            continue
+    if wanted and wanted not in BACKENDS:
+        raise SourceError(f"LOGSENSE_SCAN_BACKEND={wanted!r}: choose from {', '.join(BACKENDS)}")
+    return _Find(cs, ci)
+
+
+def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
+    """Every literal some stage needs, or None when a pattern has none (then every line is needed)."""
+    cs: set[str] = set(FRAMING_LITERALS)
+    ci: set[str] = set()
+    for index in (p.matcher.index, p.timeline.index, p.facts.index):
+        if index.always:
+            return None
+        a, b = index.literals
+        cs.update(a)
+        ci.update(b)
+    return sorted(cs), sorted(ci)
+
+
+def feed_stream(fp: BinaryIO, p: Pipeline, name: str) -> None:
+    """Feed a recorded log to the pipeline, skipping lines that no stage could use."""
+    lits = scan_literals(p)
+    head = fp.peek(64)[:64] if hasattr(fp, "peek") else b""
+    if lits is None or head.lstrip()[:1] == b"{":
+        # journalctl -o json (the text is inside JSON strings) or a pack that needs every line
+        for line_no, text in read_lines(fp, name):
+            p.feed_line(line_no, text)
+        return
+    scanner = _backend([x.encode() for x in lits[0]], [x.encode() for x in lits[1]])
+    ln = 0
+    carry = b""
+    dropping = False  # inside an overlong line: its rest is skipped up to the next newline
+    while True:
+        try:
+            block = fp.read(BLOCK)
+        except (EOFError, OSError) as e:
+            raise SourceError(f"{name}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        if not block:
+            break
+        if dropping:
+            nl = block.find(b"\n")
+            if nl < 0:
+                continue
+            block = block[nl + 1 :]
+            ln = _feed_block(carry + b"\n", ln, p, scanner)
+            carry, dropping = b"", False
+        data = carry + block if carry else block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+        else:
+            ln = _feed_block(data[: cut + 1], ln, p, scanner)
+            carry = data[cut + 1 :]
+        if len(carry) > MAX_LINE_BYTES:
+            carry, dropping = carry[:MAX_LINE_BYTES], True
+    if carry:
+        ln = _feed_block(carry + b"\n", ln, p, scanner)
+    p.lines = max(p.lines, ln)
+
+
+def _feed_block(body: bytes, ln: int, p: Pipeline, scanner) -> int:
+    """Feed the candidate lines of `body` (whole lines); returns the line count after it."""
+    starts = sorted({body.rfind(b"\n", 0, off) + 1 for off in scanner.offsets(body)})
+    framer = p.framer
+    i, n, pos, end = 0, len(starts), 0, len(body)
+    while pos < end:
+        if not framer.busy:
+            while i < n and starts[i] < pos:
+                i += 1
+            if i == n:
+                ln += body.count(b"\n", pos, end)
+                break
+            s = starts[i]
+            if s > pos:
+                ln += body.count(b"\n", pos, s)
+                pos = s
+        nl = body.find(b"\n", pos)
+        ln += 1
+        raw = body[pos : min(nl, pos + MAX_LINE_BYTES)]
+        p.feed_line(ln, raw.decode("utf-8", "replace"))
+        pos = nl + 1
+    return ln

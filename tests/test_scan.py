@@ -1,0 +1,62 @@
+"""The block scanner gives exactly what feeding every line gives, with every search backend."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from conftest import CORPORA
+from logsense.pipeline import Pipeline
+from logsense.scan import BACKENDS, _backend, feed_stream
+from logsense.sources.recorded import read_lines
+
+
+def _report(rules, data: bytes, scan: bool) -> dict:
+    p = Pipeline(rules)
+    fp = io.BufferedReader(io.BytesIO(data))
+    if scan:
+        feed_stream(fp, p, "x")
+    else:
+        for n, text in read_lines(fp, "x"):
+            p.feed_line(n, text)
+    return p.finish("x").to_json()
+
+
+def _logs():
+    logs = sorted(CORPORA.rglob("*.log"))[:40]
+    return [pytest.param(p, id=str(p.relative_to(CORPORA))) for p in logs] or [pytest.param(None, id="none")]
+
+
+@pytest.mark.parametrize("path", _logs())
+def test_scan_equals_full_feed(rules, path):
+    if path is None:
+        pytest.skip("no corpus yet")
+    data = path.read_bytes()
+    assert _report(rules, data, True) == _report(rules, data, False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backends_agree(monkeypatch, backend):
+    lits = [b"out of memory", b"Traceback (most recent call last):", b"ready to roll"]
+    ci = [b"not enough memory"]
+    data = (b"a\nCUDA out of memory x\nfoo\nNOT ENOUGH MEMORY\n" * 3) + b"The server is fired up and ready to roll!\n"
+    monkeypatch.setenv("LOGSENSE_SCAN_BACKEND", backend)
+    try:
+        b = _backend(lits, ci)
+    except ImportError:
+        pytest.skip(f"{backend} is not installed")
+    if b.name != backend:
+        pytest.skip(f"{backend} is not installed")
+    lines = sorted({data.rfind(b"\n", 0, off) + 1 for off in b.offsets(data)})
+    assert [data[s : data.find(b"\n", s)] for s in lines] == [
+        b"CUDA out of memory x", b"NOT ENOUGH MEMORY", b"CUDA out of memory x", b"NOT ENOUGH MEMORY",
+        b"CUDA out of memory x", b"NOT ENOUGH MEMORY", b"The server is fired up and ready to roll!"]
+
+
+def test_overlong_line_is_cut_and_counted(rules):
+    data = b"first\n" + b"x" * (3 << 20) + b" Traceback (most recent call last):\nlast line\n"
+    rep = _report(rules, data, True)
+    assert rep["lines"] == 3
+    json.dumps(rep)
