@@ -28,6 +28,7 @@ class Pipeline:
         self.lines = 0
         self._restarts = 0
         self.classifier = None  # set by callers that want a second opinion when no rule knows
+        self.digest = None  # what the classifier reads of the events; kept only while one is set
 
     def feed_line(self, line_no: int, raw: str) -> list[Update]:
         """Normalize one raw line and feed what it yields."""
@@ -45,6 +46,7 @@ class Pipeline:
             self._restarts = self.timeline.restarts
             self.ranker.clear()
             self.facts = Facts()
+            self.digest = None
         if entered:
             kind = UpdateKind.READY if self.timeline.ready and entered == "serving" else UpdateKind.PHASE
             if kind is UpdateKind.READY:
@@ -65,6 +67,12 @@ class Pipeline:
         return out
 
     def _event(self, event: Event) -> list[Update]:
+        if self.classifier is not None:
+            if self.digest is None:
+                from logsense.learn.features import Digest
+
+                self.digest = Digest()
+            self.digest.add(event)
         matches = self.matcher.match(event)
         out = []
         rooted = False

@@ -34,3 +34,9 @@ def test_every_cause_has_a_rule(rules):
     covered = {r.spec.cause for r in rules.rules if r.spec.role == "root"}
     missing = sorted(set(causes()) - covered - {"healthy", "unknown"})
     assert not missing, f"causes with no root rule: {missing}"
+
+
+def test_bundled_pack_lints_clean(rules):
+    from logsense.rules.lint import lint
+
+    assert lint(rules) == []

@@ -7,6 +7,7 @@ which is what keeps the engine near the speed of grep.
 
 from __future__ import annotations
 
+import re as _re
 from dataclasses import dataclass
 
 import regex
@@ -83,8 +84,12 @@ def _optional_after(p: str, j: int) -> bool:
     return j < len(p) and (p[j] in "?*" or (p[j] == "{" and p[j + 1 : j + 2] in ("0", ",")))
 
 
-def _branch_literals(p: str) -> list[str]:
-    """Runs of literal text that every match of this (alternation-free at top) branch contains."""
+def _branch_literals(p: str, alt_sets: list[tuple[str, ...]] | None = None) -> list[str]:
+    """Runs of literal text that every match of this (alternation-free at top) branch contains.
+
+    A required group with alternatives, `(?:ValueError|RuntimeError)`, goes to `alt_sets`
+    (every match holds one of them) when each alternative has a literal of its own.
+    """
     runs: list[str] = []
     cur: list[str] = []
     i = 0
@@ -132,7 +137,16 @@ def _branch_literals(p: str) -> list[str]:
             if not optional:
                 alts = _split_top(inner)
                 if len(alts) == 1:
-                    runs.extend(_branch_literals(inner))
+                    runs.extend(_branch_literals(inner, alt_sets))
+                elif alt_sets is not None:
+                    best = []
+                    for alt in alts:
+                        got = [r for r in _branch_literals(alt) if len(r.strip()) >= MIN_LITERAL]
+                        if not got:
+                            break
+                        best.append(max(got, key=len))
+                    else:
+                        alt_sets.append(tuple(best))
             i = j
             if i < len(p) and p[i] in "+*?{":
                 i = _skip_quant(p, i)
@@ -189,20 +203,33 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], bool]:
         body = body[flags.end() :]
     lits = []
     for branch in _split_top(body):
-        runs = [r for r in _branch_literals(branch) if len(r.strip()) >= MIN_LITERAL]
-        if not runs:
+        alt_sets: list[tuple[str, ...]] = []
+        runs = [r for r in _branch_literals(branch, alt_sets) if len(r.strip()) >= MIN_LITERAL]
+        if runs:
+            chosen: tuple[str, ...] = (max(runs, key=len),)
+        elif alt_sets:
+            chosen = max(alt_sets, key=lambda alts: min(len(a) for a in alts))
+        else:
             return (), icase
-        best = max(runs, key=len)
-        lits.append(best.lower() if icase else best)
+        lits.extend(x.lower() if icase else x for x in chosen)
     return tuple(dict.fromkeys(lits)), icase
 
 
-@dataclass(frozen=True)
 class Pattern:
-    spec: PatternSpec
-    regex: regex.Pattern
-    literals: tuple[str, ...]
-    icase: bool
+    """A rule pattern: its literals now, its regex compiled on first use (most never meet a candidate)."""
+
+    __slots__ = ("spec", "literals", "icase", "_regex", "_text")
+
+    def __init__(self, spec: PatternSpec, literals: tuple[str, ...], icase: bool, compiled=None) -> None:
+        self.spec, self.literals, self.icase = spec, literals, icase
+        self._regex = compiled
+        self._text = spec.text
+
+    @property
+    def regex(self) -> regex.Pattern:
+        if self._regex is None:
+            self._regex = regex.compile(self._text, regex.VERSION0)
+        return self._regex
 
 
 @dataclass(frozen=True)
@@ -235,17 +262,20 @@ class CompiledRule:
         return all(p.literals for p in self.any + self.all)
 
 
-def compile_pattern(spec: PatternSpec, path: str, rule: str) -> Pattern:
+def compile_pattern(spec: PatternSpec, path: str, rule: str, validate: bool = True) -> Pattern:
+    """Check the pattern (stdlib `re` parses the common syntax fast) and find its literals."""
     try:
-        rx = regex.compile(spec.text, regex.VERSION0)
-    except regex.error as e:
-        raise RuleError(path, spec.line, f"not a valid regular expression: {e}", rule=rule, field=spec.field,
-                        column=spec.column) from None
+        _re.compile(spec.text)
+        rx = None
+    except _re.error:
+        # `regex` accepts more than `re` (possessive quantifiers, \p{..}): only its verdict counts
+        try:
+            rx = regex.compile(spec.text, regex.VERSION0)
+        except regex.error as e:
+            raise RuleError(path, spec.line, f"not a valid regular expression: {e}", rule=rule, field=spec.field,
+                            column=spec.column) from None
     lits, icase = required_literals(spec.text)
-    if not icase and rx.flags & regex.IGNORECASE:
-        icase = True
-        lits = tuple(x.lower() for x in lits)
-    return Pattern(spec, rx, lits, icase)
+    return Pattern(spec, lits, icase, rx)
 
 
 def compile_rule(spec: RuleSpec) -> CompiledRule:

@@ -1,0 +1,138 @@
+"""Throughput, memory and start-up of `logsense analyze` against grep on the same patterns.
+
+    python benchmarks/run.py                 # 100k and 2M lines, median of 5, writes benchmarks/out/
+    python benchmarks/run.py --lines 100000 --repeat 3
+
+Every figure is a whole process (start-up and rule compilation included), page cache warm;
+ratios are wall time over `LC_ALL=C grep -E -c -f patterns FILE` on the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out"
+
+
+def sh(cmd: str, repeat: int) -> tuple[float, int]:
+    """Median wall seconds and peak RSS (KiB) of a shell command."""
+    times, rss = [], 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "bash", "-c", cmd], capture_output=True, text=True)
+        times.append(time.perf_counter() - t)
+        try:
+            rss = max(rss, int(p.stderr.strip().splitlines()[-1]))
+        except (ValueError, IndexError):
+            pass
+    return statistics.median(times), rss
+
+
+def generate(lines: int) -> Path:
+    path = OUT / f"sglang-{lines}.log"
+    if not path.exists():
+        subprocess.run([sys.executable, str(HERE / "gen_log.py"), "--lines", str(lines), "--seed", "1", "-o", str(path)],
+                       check=True)
+    return path
+
+
+def costliest_rules(path: Path, top: int = 10) -> list[tuple[str, float, int]]:
+    """Seconds spent in each rule's regexes on one log (in-process, instrumented)."""
+    sys.path.insert(0, str(ROOT))
+    from logsense import load_rules
+    from logsense.engine import Matcher
+    from logsense.pipeline import Pipeline
+    from logsense.scan import feed_stream
+    from logsense.sources.recorded import open_recorded
+
+    spent: dict[str, list[float]] = {}
+    orig = Matcher._search
+
+    def timed(self, ri, p, rec):
+        t = time.perf_counter()
+        try:
+            return orig(self, ri, p, rec)
+        finally:
+            s = spent.setdefault(self.rules.rules[ri].id, [0.0, 0])
+            s[0] += time.perf_counter() - t
+            s[1] += 1
+
+    Matcher._search = timed
+    try:
+        p = Pipeline(load_rules())
+        fp, name = open_recorded(str(path))
+        with fp:
+            feed_stream(fp, p, name)
+        p.finish(name)
+    finally:
+        Matcher._search = orig
+    rows = sorted(((k, v[0], v[1]) for k, v in spent.items()), key=lambda r: -r[1])
+    return rows[:top]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", default="100000,2000000", help="comma-separated log sizes")
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    OUT.mkdir(exist_ok=True)
+    logsense = shutil.which("logsense") or f"{sys.executable} -m logsense"
+    patterns = OUT / "patterns.txt"
+    with open(patterns, "w") as fh:
+        subprocess.run([*logsense.split(), "rules", "export", "--patterns"], stdout=fh, check=True)
+    n_patterns = sum(1 for _ in open(patterns))
+    rows = []
+    for n in [int(x) for x in a.lines.split(",")]:
+        path = generate(n)
+        size = path.stat().st_size / 1e6
+        grep_cmd = f"LC_ALL=C grep -E -c -f {patterns} {path} > /dev/null"
+        cases = [
+            ("cat > /dev/null (I/O floor)", f"cat {path} > /dev/null"),
+            ("LC_ALL=C grep -E -c -f (reference)", grep_cmd),
+            ("logsense analyze --format json FILE", f"{logsense} analyze --format json {path} > /dev/null"),
+            ("cat FILE | grep -E -c -f", f"cat {path} | LC_ALL=C grep -E -c -f {patterns} > /dev/null"),
+            ("cat FILE | logsense analyze --format json -", f"cat {path} | {logsense} analyze --format json - > /dev/null"),
+        ]
+        measured = {label: sh(cmd, a.repeat) for label, cmd in cases}
+        ref_file = measured["LC_ALL=C grep -E -c -f (reference)"][0]
+        ref_pipe = measured["cat FILE | grep -E -c -f"][0]
+        for label, (secs, rss) in measured.items():
+            ref = ref_pipe if label.startswith("cat FILE |") else ref_file
+            rows.append((n, size, label, secs, n / secs, size / secs, secs / ref, rss / 1024))
+    startup = []
+    small = ROOT / "corpora" / "mission" / "flash-attn-cute-warmup.log"
+    for label, cmd in [
+        ("python -c pass", f"{sys.executable} -c pass"),
+        ("logsense --help", f"{logsense} --help > /dev/null"),
+        ("logsense analyze small.log", f"{logsense} analyze {small} > /dev/null"),
+    ]:
+        startup.append((label, *sh(cmd, a.repeat)))
+    lines = [f"patterns: {n_patterns} (from `logsense rules export --patterns`), repeat {a.repeat}, "
+             f"scan backend: {os.environ.get('LOGSENSE_SCAN_BACKEND', 'default')}", "",
+             "| lines | MB | method | s | lines/s | MB/s | x grep | peak RSS MiB |",
+             "|---|---|---|---|---|---|---|---|"]
+    for n, size, label, secs, lps, mbs, ratio, rss in rows:
+        lines.append(f"| {n:,} | {size:.0f} | {label} | {secs:.2f} | {lps:,.0f} | {mbs:.0f} | {ratio:.2f} | {rss:.1f} |")
+    lines += ["", "| start-up | s | peak RSS MiB |", "|---|---|---|"]
+    lines += [f"| {label} | {secs:.3f} | {rss / 1024:.1f} |" for label, secs, rss in startup]
+    biggest = generate(int(a.lines.split(",")[0]))
+    lines += ["", f"costliest rules on {biggest.name} (regex time in-process):", "", "| rule | s | searches |",
+              "|---|---|---|"]
+    lines += [f"| {rid} | {secs:.4f} | {count} |" for rid, secs, count in costliest_rules(biggest)]
+    text = "\n".join(lines)
+    print(text)
+    (OUT / "results.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,572 @@
+"""Prove the knowledge holds: incidents diagnosed as labelled, rules valid with passing examples.
+
+`check(paths, rules, corpus, only_rules)` returns a `Result` holding `Problem`s, each
+`path:line: message`; `logsense check`, the pre-commit hooks and the tests all use it.
+
+What is checked:
+
+- each incident log against its label file (`X.log` / `X.log.gz` beside `X.label.yaml`):
+  the principal root cause, the fix it must suggest (`fix_any`) and the phase; a healthy
+  incident must reach ready with no root cause;
+- each rule file: schema (the loader's file:line errors), every example, at least two
+  examples of each kind;
+- across the pack: no root rule of a checked file fires on a healthy log of the corpus
+  (false alarms), and no match example of a checked root rule is also claimed by a root
+  rule of another cause with the same or a higher priority (conflicts).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logsense.errors import RuleError, RuleErrors, SourceError
+from logsense.model import Match, Report, Role, Status
+from logsense.rules import RuleSet, bundled_rules_dir, load_rules, pack_files
+from logsense.rules.compile import CompiledRule
+from logsense.rules.schema import PHASES
+
+LABEL_SUFFIX = ".label.yaml"
+LOG_SUFFIXES = (".log", ".log.gz")
+PHASE_FILE = "phases.yaml"
+ORIGINS = ("recorded", "constructed")
+LABEL_FIELDS = ("cause", "fix_any", "phase", "check_phase", "origin", "source", "source_url", "date", "notes")
+MIN_EXAMPLES = 2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that does not hold, where it is: rendered `path:line: message`."""
+
+    path: str
+    line: int | None
+    message: str
+    kind: str = "problem"  # incident | label | rule | example | false-alarm | conflict | unreadable
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line or 1}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A log and its label file; either may be missing (which is a problem of its own)."""
+
+    log: Path | None
+    label: Path | None
+
+
+@dataclass
+class Label:
+    cause: str
+    fix_any: tuple[str, ...] = ()
+    phase: str | None = None
+    check_phase: bool = True
+    lines: dict[str, int] = field(default_factory=dict)  # field -> line in the label file
+
+
+@dataclass
+class Plan:
+    """What the given paths ask to check."""
+
+    incidents: list[Incident] = field(default_factory=list)
+    rule_files: list[Path] = field(default_factory=list)  # rule packs whose rules are checked
+    phase_files: list[Path] = field(default_factory=list)
+    rule_roots: list[Path] = field(default_factory=list)  # dirs / files to load beside the bundled packs
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    problems: list[Problem]
+    incidents: int
+    rules: int
+
+    @property
+    def unreadable(self) -> bool:
+        return any(p.kind == "unreadable" for p in self.problems)
+
+    @property
+    def exit_code(self) -> int:
+        if self.unreadable:
+            return 2
+        return 1 if self.problems else 0
+
+    def summary(self) -> str:
+        return (f"{_n(self.incidents, 'incident')}, {_n(self.rules, 'rule')} checked: "
+                f"{_n(len(self.problems), 'problem')}")
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def display(path: Path | str) -> str:
+    """A path as the user would type it: relative to the working directory when inside it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(p)
+
+
+# ---------------------------------------------------------------- what the paths are
+
+
+def is_label(path: Path) -> bool:
+    return path.name.endswith(LABEL_SUFFIX)
+
+
+def is_rule_yaml(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml") and not is_label(path)
+
+
+def label_for(log: Path) -> Path:
+    """`X.log`, `X.log.gz` (or a bare `X`) -> `X.label.yaml`."""
+    name = log.name
+    for suffix in (".gz", ".log"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+    return log.with_name(name + LABEL_SUFFIX)
+
+
+def logs_for(label: Path) -> list[Path]:
+    """The log files beside a label: `X.log`, `X.log.gz`, or a bare `X`."""
+    stem = label.name[: -len(LABEL_SUFFIX)]
+    candidates = [label.with_name(stem + s) for s in LOG_SUFFIXES] + [label.with_name(stem)]
+    return [p for p in candidates if p.is_file()]
+
+
+def _visible(path: Path, root: Path) -> bool:
+    return not any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def corpus_incidents(root: Path) -> list[Incident]:
+    """Every incident under a corpus dir: each log with its label, and labels without a log."""
+    logs = sorted(p for p in root.rglob("*") if p.is_file() and _visible(p, root) and p.name.endswith(LOG_SUFFIXES))
+    labels = sorted(p for p in root.rglob("*" + LABEL_SUFFIX) if p.is_file() and _visible(p, root))
+    out = [Incident(log, label_for(log) if label_for(log).is_file() else None) for log in logs]
+    for label in labels:
+        found = logs_for(label)
+        bare = [p for p in found if not p.name.endswith(LOG_SUFFIXES)]
+        if not found:
+            out.append(Incident(None, label))
+        out.extend(Incident(p, label) for p in bare)  # a bare `X` is only a log when its label says so
+    return out
+
+
+def _is_corpus_dir(root: Path) -> bool:
+    for p in root.rglob("*"):
+        if p.is_file() and _visible(p, root) and (is_label(p) or p.name.endswith(LOG_SUFFIXES)):
+            return True
+    return False
+
+
+def plan(paths: Iterable[str] = (), rules: Iterable[str] = (), corpus: Iterable[str] = ()) -> Plan:
+    """Sort the given paths into incidents and rule files.
+
+    A dir holding label files or logs is a corpus, a dir of YAML is a rule pack; a `.yaml`
+    file is a rule pack (`phases.yaml` the phase file), a `X.label.yaml` a label (its log is
+    checked with it), anything else an incident log (checked with its label). `rules` are
+    always rule packs, `corpus` always corpora.
+    """
+    pl = Plan()
+    incidents: dict[tuple[str, str], Incident] = {}
+
+    def add_incident(inc: Incident) -> None:
+        key = (str(inc.log.resolve()) if inc.log else "", str(inc.label.resolve()) if inc.label else "")
+        incidents.setdefault(key, inc)
+
+    def add_rules(p: Path) -> None:
+        files = [p] if p.is_file() else pack_files(p)
+        if p.is_file() and p.name == PHASE_FILE:
+            pl.phase_files.append(p)
+            return
+        if p.is_dir() and (p / PHASE_FILE).is_file():
+            pl.phase_files.append(p / PHASE_FILE)
+        pl.rule_files.extend(files)
+        pl.rule_roots.append(p)
+
+    def add_corpus(p: Path) -> None:
+        for inc in corpus_incidents(p):
+            add_incident(inc)
+
+    def add_file(p: Path) -> None:
+        if is_label(p):
+            found = logs_for(p)
+            if not found:
+                add_incident(Incident(None, p))
+            for log in found:
+                add_incident(Incident(log, p))
+        elif is_rule_yaml(p):
+            add_rules(p)
+        else:
+            lab = label_for(p)
+            add_incident(Incident(p, lab if lab.is_file() else None))
+
+    def missing(raw: str) -> bool:
+        if Path(raw).exists():
+            return False
+        pl.problems.append(Problem(raw, None, "no such file or directory", "unreadable"))
+        return True
+
+    for raw in rules:
+        if not missing(raw):
+            add_rules(Path(raw))
+    for raw in corpus:
+        if missing(raw):
+            continue
+        p = Path(raw)
+        if p.is_dir():
+            add_corpus(p)
+        else:
+            add_file(p)
+    for raw in paths:
+        if missing(raw):
+            continue
+        p = Path(raw)
+        if p.is_file():
+            add_file(p)
+        elif _is_corpus_dir(p):
+            add_corpus(p)
+        elif pack_files(p) or (p / PHASE_FILE).is_file():
+            add_rules(p)
+    pl.incidents = list(incidents.values())
+    pl.rule_files = _unique(pl.rule_files)
+    pl.phase_files = _unique(pl.phase_files)
+    return pl
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    seen: set[Path] = set()
+    out = []
+    for p in paths:
+        r = p.resolve()
+        if r not in seen:
+            seen.add(r)
+            out.append(p)
+    return out
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    r = path.resolve()
+    return any(r == root.resolve() or root.resolve() in r.parents for root in roots)
+
+
+# ---------------------------------------------------------------- rules
+
+
+def _rule_problem(e: RuleError) -> Problem:
+    parts = []
+    if e.rule:
+        parts.append(f"rule '{e.rule}'")
+    if e.field:
+        parts.append(e.field)
+    parts.append(e.reason)
+    return Problem(e.path, e.line, ": ".join(parts), "rule")
+
+
+def load_ruleset(rule_roots: list[Path], only_rules: list[str] | None = None) -> tuple[RuleSet, list[Problem]]:
+    """The rules analysis runs with: the bundled packs (or `only_rules`) plus the checked packs not among them."""
+    base = [Path(p) for p in only_rules] if only_rules else [bundled_rules_dir()]
+    extra = [str(p) for p in rule_roots if not _inside(p, base)]
+    problems: list[Problem] = []
+    try:
+        return load_rules(extra, only_rules or None, strict=True), problems
+    except RuleErrors as e:
+        problems.extend(_rule_problem(x) for x in e.errors)
+    try:
+        return load_rules(extra, only_rules or None, strict=False), problems
+    except RuleErrors:  # the bundled phase file itself is broken: nothing can be analyzed
+        return RuleSet([], [], []), problems
+
+
+def _rules_in(rs: RuleSet, files: list[Path]) -> list[CompiledRule]:
+    wanted = {p.resolve() for p in files}
+    return [r for r in rs.rules if Path(r.spec.path).resolve() in wanted]
+
+
+def check_rule_examples(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
+    """Every example of the given rules, and that each rule has enough of them."""
+    from logsense.rules.examples import check_counts, run_examples
+
+    ids = {r.id for r in rules}
+    if not ids:
+        return []
+    results = [r for r in run_examples(rs) + check_counts(rs, MIN_EXAMPLES) if r.rule in ids and not r.ok]
+    out = []
+    for r in results:
+        where = f"examples.{r.kind}" + ("" if r.index < 0 else f"[{r.index}]")
+        out.append(Problem(r.path, r.line, f"rule '{r.rule}': {where}: {r.message}", "example"))
+    return out
+
+
+def check_phase_files(files: list[Path]) -> list[Problem]:
+    """A phase file loads, and each of its examples hits a marker of its phase."""
+    from logsense.rules.examples import check_phases
+    from logsense.rules.phases import load_phases
+
+    out = []
+    for f in files:
+        shown = display(f)
+        try:
+            phases = load_phases(f, shown)
+        except RuleErrors as e:
+            out.extend(_rule_problem(x) for x in e.errors)
+            continue
+        except RuleError as e:
+            out.append(_rule_problem(e))
+            continue
+        for r in check_phases(RuleSet([], phases)):
+            if not r.ok:
+                out.append(Problem(shown, r.line, f"{r.rule}: examples[{r.index}]: {r.message}", "example"))
+    return out
+
+
+def all_matches(rs: RuleSet, lines: Iterable[tuple[int, str]], phase: str | None = None) -> tuple[list[Match], Report]:
+    """Every rule match while `lines` are analyzed (not only those that end up in the report)."""
+    from logsense.pipeline import Pipeline
+
+    p = Pipeline(rs)
+    if phase:
+        p.timeline.current = phase
+    found: list[Match] = []
+    add = p.ranker.add
+
+    def spy(m: Match) -> bool:
+        found.append(m)
+        return add(m)
+
+    p.ranker.add = spy  # type: ignore[method-assign]
+    for n, text in lines:
+        p.feed_line(n, text)
+    return found, p.finish()
+
+
+def _example_lines(log: str) -> list[tuple[int, str]]:
+    return list(enumerate(log.splitlines() or [log], 1))
+
+
+def check_conflicts(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
+    """A match example of a root rule that a root rule of another cause, priority >= its own, also fires on."""
+    out = []
+    for rule in rules:
+        spec = rule.spec
+        if spec.role != Role.ROOT.value:
+            continue
+        phase = min(spec.when_phase, key=PHASES.index) if spec.when_phase else None
+        for ex in spec.examples:
+            if ex.kind != "match":
+                continue
+            matches, _ = all_matches(rs, _example_lines(ex.log), phase)
+            seen = set()
+            for m in matches:
+                other = rs.get(m.rule_id)
+                if (other is None or m.rule_id == rule.id or m.rule_id in seen or m.role is not Role.ROOT
+                        or m.cause == spec.cause or m.priority < spec.priority):
+                    continue
+                seen.add(m.rule_id)
+                out.append(Problem(spec.path, ex.line,
+                                   f"rule '{rule.id}': examples.match[{ex.index}] is also claimed by rule "
+                                   f"'{m.rule_id}' ({m.cause}, priority {m.priority} >= {spec.priority}) at "
+                                   f"{other.spec.path}:{other.spec.line}", "conflict"))
+    return out
+
+
+def check_false_alarms(rs: RuleSet, rules: list[CompiledRule], healthy_logs: list[Path]) -> list[Problem]:
+    """No root rule among `rules` fires anywhere in a healthy startup log."""
+    from logsense.sources.recorded import open_recorded, read_lines
+
+    ids = {r.id for r in rules if r.spec.role == Role.ROOT.value}
+    if not ids:
+        return []
+    out = []
+    for log in healthy_logs:
+        try:
+            fp, name = open_recorded(str(log))
+            try:
+                matches, _ = all_matches(rs, read_lines(fp, name))
+            finally:
+                fp.close()
+        except SourceError:
+            continue  # the incident check reports it
+        seen = set()
+        for m in matches:
+            if m.rule_id not in ids or m.role is not Role.ROOT or m.rule_id in seen:
+                continue
+            seen.add(m.rule_id)
+            spec = rs.get(m.rule_id).spec  # type: ignore[union-attr]
+            line = m.evidence[0].line if m.evidence else m.event.first_line
+            out.append(Problem(spec.path, spec.line,
+                               f"rule '{m.rule_id}' ({m.cause}) fires on a healthy startup: {display(log)}:{line}",
+                               "false-alarm"))
+    return out
+
+
+# ---------------------------------------------------------------- incidents
+
+
+def read_label(path: Path) -> tuple[Label | None, list[Problem]]:
+    """Parse and validate a label file; problems carry the line of the field at fault."""
+    from logsense.rules.loader import Marked, plain, read_yaml
+    from logsense.taxonomy import causes
+
+    shown = display(path)
+    try:
+        doc = read_yaml(path, shown)
+    except RuleError as e:
+        kind = "unreadable" if e.reason.startswith(("cannot read", "not UTF-8")) else "label"
+        return None, [Problem(shown, e.line, e.reason, kind)]
+    if doc is None or not isinstance(doc.value, dict):
+        return None, [Problem(shown, doc.line if doc else 1, "a label is a mapping with at least 'cause:'", "label")]
+    fields: dict[str, Marked] = doc.value
+    lines = {k: v.line for k, v in fields.items()}
+    problems: list[Problem] = []
+
+    def bad(key: str, message: str) -> None:
+        problems.append(Problem(shown, lines.get(key, doc.line), f"{key}: {message}", "label"))
+
+    for key in fields:
+        if key not in LABEL_FIELDS:
+            close = difflib.get_close_matches(key, LABEL_FIELDS, n=1, cutoff=0.7)
+            if close:
+                bad(key, f"unknown field (did you mean '{close[0]}'?)")
+    cause = plain(fields["cause"]) if "cause" in fields else None
+    if cause is None:
+        return None, problems + [Problem(shown, doc.line, "missing 'cause:' (a taxonomy id, or healthy)", "label")]
+    if not isinstance(cause, str) or cause not in causes():
+        bad("cause", f"unknown cause {cause!r}{close_causes(str(cause))}")
+    fix_any = plain(fields["fix_any"]) if "fix_any" in fields else []
+    if isinstance(fix_any, str) or not isinstance(fix_any, list) or not all(isinstance(t, str) for t in fix_any):
+        bad("fix_any", "must be a list of strings (a suggested fix must contain one of them)")
+        fix_any = []
+    phase = plain(fields["phase"]) if "phase" in fields else None
+    if phase is not None and phase not in PHASES:
+        bad("phase", f"unknown phase {phase!r} (phases: {', '.join(PHASES)})")
+        phase = None
+    origin = plain(fields["origin"]) if "origin" in fields else None
+    if origin is not None and origin not in ORIGINS:
+        bad("origin", f"must be one of: {', '.join(ORIGINS)}")
+    check_phase = plain(fields["check_phase"]) if "check_phase" in fields else True
+    if not isinstance(check_phase, bool):
+        bad("check_phase", "must be true or false")
+        check_phase = True
+    if problems:
+        return None, problems
+    return Label(cause, tuple(fix_any), phase, check_phase, lines), []
+
+
+def close_causes(cause: str) -> str:
+    """' (close: a, b)' for an unknown cause id, else a pointer to the taxonomy."""
+    from logsense.taxonomy import causes
+
+    ids = list(causes())
+    close = difflib.get_close_matches(cause, ids, n=5, cutoff=0.5)
+    words = [w for w in cause.lower().replace("-", "_").split("_") if len(w) > 2]
+    close += [i for i in ids if any(w in i for w in words) and i not in close]
+    if close:
+        return f" (close: {', '.join(close[:8])})"
+    return " (see logsense/taxonomy.yaml for the ids)"
+
+
+def describe(report: Report) -> str:
+    """What analyze says, in one line: the principal cause, its rule, phase and line."""
+    root = report.root
+    if root is None:
+        return f"healthy (no root cause; status {report.status.value}, phase {report.phase or '-'})"
+    where = f"line {root.evidence[0].line}" if root.evidence else "no evidence line"
+    rule = f"rule {root.rule}" if root.rule else ("no rule matched" if root.origin.value == "rule" else root.origin.value)
+    return f"{root.cause} ({rule}, phase {root.phase or '-'}, {where})"
+
+
+def compare(label: Label, report: Report) -> list[tuple[int | None, str]]:
+    """How the report differs from the label: (log line, message) pairs; empty when it agrees."""
+    root = report.root
+    at = root.evidence[0].line if root is not None and root.evidence else None
+    if label.cause == "healthy":
+        if root is not None:
+            return [(at, f"false alarm on a healthy startup: diagnosed {describe(report)}")]
+        if report.status is not Status.READY:
+            return [(None, f"labelled healthy, but the startup never reached ready (status "
+                           f"{report.status.value}, last phase {report.phase or '-'})")]
+        return []
+    got = root.cause if root is not None else "healthy"
+    if got != label.cause:
+        return [(at, f"diagnosed {describe(report)}, labelled {label.cause}")]
+    out: list[tuple[int | None, str]] = []
+    if label.fix_any:
+        values = [f.value for f in root.fixes] if root is not None else []
+        if not any(t in v for t in label.fix_any for v in values):
+            shown = "; ".join(values) or "no fix"
+            out.append((at, f"no suggested fix contains any of {list(label.fix_any)} (fixes: {shown})"))
+    if label.phase and label.check_phase:
+        phase = root.phase if root is not None else report.phase
+        if phase != label.phase:
+            out.append((at, f"failed in phase {phase or '-'}, labelled phase {label.phase}"))
+    return out
+
+
+def check_incident(inc: Incident, rs: RuleSet) -> tuple[list[Problem], Label | None]:
+    """One incident: its label is valid and the log is still diagnosed as labelled."""
+    from logsense.commands.analyze import analyze_path
+
+    if inc.log is None:
+        assert inc.label is not None
+        base = display(inc.label)[: -len(LABEL_SUFFIX)]
+        return [Problem(display(inc.label), 1, f"no log beside the label (expected {base}.log or {base}.log.gz)",
+                        "incident")], None
+    shown = display(inc.log)
+    if inc.label is None:
+        return [Problem(shown, 1, f"no label: run `logsense label {shown} --cause X`", "incident")], None
+    label, problems = read_label(inc.label)
+    if label is None:
+        return problems, None
+    try:
+        report, _ = analyze_path(str(inc.log), rs)
+    except SourceError as e:
+        return [Problem(shown, None, str(e).removeprefix(f"{inc.log}: "), "unreadable")], label
+    return [Problem(shown, line, f"{msg} ({display(inc.label)})", "incident")
+            for line, msg in compare(label, report)], label
+
+
+# ---------------------------------------------------------------- all of it
+
+
+def check(
+    paths: Iterable[str] = (),
+    rules: Iterable[str] = (),
+    corpus: Iterable[str] = (),
+    only_rules: list[str] | None = None,
+) -> Result:
+    """Check what the paths name (see `plan`); the problems come sorted by path and line."""
+    pl = plan(paths, rules, corpus)
+    problems = list(pl.problems)
+    rs, load_problems = load_ruleset(pl.rule_roots, only_rules)
+    problems += load_problems
+    healthy: list[Path] = []
+    for inc in pl.incidents:
+        found, label = check_incident(inc, rs)
+        problems += found
+        if label is not None and label.cause == "healthy" and inc.log is not None:
+            healthy.append(inc.log)
+    checked = _rules_in(rs, pl.rule_files)
+    problems += check_rule_examples(rs, checked)
+    problems += check_phase_files(pl.phase_files)
+    problems += check_false_alarms(rs, checked, healthy)
+    problems += check_conflicts(rs, checked)
+    problems = _dedupe(problems)
+    problems.sort(key=lambda p: (p.path, p.line or 0))
+    return Result(problems, len(pl.incidents), len(checked))
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for p in problems:
+        key = (p.path, p.line, p.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out

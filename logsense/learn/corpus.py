@@ -1,0 +1,161 @@
+"""A labelled corpus: every `X.log` / `X.log.gz` with an `X.label.yaml` beside it.
+
+Reads the labels, groups the incidents by where they came from (so evaluation never has one
+incident on both sides of a split), turns each log into the classifier's document through
+the real Pipeline, and hashes the whole corpus so a shipped model can tell it is current.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from logsense.errors import UsageError
+from logsense.learn.features import FEATURE_VERSION, Doc
+
+LABEL_SUFFIX = ".label.yaml"
+
+
+@dataclass(frozen=True)
+class Incident:
+    log: Path
+    label_path: Path
+    name: str  # shown to users: the corpus dir's name + the path inside it ("corpora/memory/x.log")
+    cause: str
+    origin: str  # recorded | constructed
+    group: str  # incidents of one group never straddle a train/test split
+    label: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def phase(self) -> str | None:
+        return self.label.get("phase")
+
+
+def find(dirs: Iterable[str | Path]) -> list[Incident]:
+    """Every labelled log under the given dirs (or label files), sorted by name."""
+    out: list[Incident] = []
+    for d in dirs:
+        root = Path(d)
+        if not root.exists():
+            raise UsageError(f"{d}: no such corpus dir")
+        labels = [root] if root.is_file() else sorted(root.rglob("*" + LABEL_SUFFIX))
+        base = root.parent if root.is_file() else root
+        for lp in labels:
+            log = _log_beside(lp)
+            if log is None:
+                continue
+            data = yaml.safe_load(lp.read_text(encoding="utf-8")) or {}
+            if not isinstance(data, dict) or not data.get("cause"):
+                continue
+            name = (Path(base.name) / log.relative_to(base)).as_posix()
+            out.append(Incident(log, lp, name, str(data["cause"]), str(data.get("origin") or "recorded"),
+                                group_of(data, name), data))
+    out.sort(key=lambda i: i.name)
+    return out
+
+
+def _log_beside(label: Path) -> Path | None:
+    stem = label.name[: -len(LABEL_SUFFIX)]
+    for cand in (label.with_name(stem + ".log"), label.with_name(stem + ".log.gz"), label.with_name(stem)):
+        if cand.is_file() and cand != label:
+            return cand
+    return None
+
+
+_ISSUE = re.compile(r"^(https?://[^#?]+?)(?:/files|/commits?/\w+)?/?(?:[#?].*)?$")
+
+
+def group_of(label: dict[str, Any], name: str) -> str:
+    """Where an incident came from: its source URL without the comment anchor, else its source,
+    else its own name. Constructed variants carry their original's source, so they group with it."""
+    for key in ("group", "source_url", "source"):
+        v = label.get(key)
+        if isinstance(v, str) and v.strip():
+            v = v.strip()
+            m = _ISSUE.match(v)
+            return (m.group(1) if m else v).lower()
+    return name
+
+
+def corpus_hash(incidents: list[Incident]) -> str:
+    """sha256 over every log and label (and the feature version): a model built from another corpus differs."""
+    h = hashlib.sha256(f"features={FEATURE_VERSION}\n".encode())
+    for inc in sorted(incidents, key=lambda i: i.name):
+        h.update(inc.name.encode() + b"\0")
+        h.update(hashlib.sha256(inc.log.read_bytes()).hexdigest().encode())
+        h.update(hashlib.sha256(inc.label_path.read_bytes()).hexdigest().encode() + b"\n")
+    return h.hexdigest()
+
+
+def doc_of_lines(lines: Iterable[tuple[int, str]], rules=None) -> Doc:
+    """Run the Pipeline (normalizer, framer, timeline; no rules needed) and return its document."""
+    from logsense.pipeline import Pipeline
+
+    rules = rules if rules is not None else _phase_only_rules()
+    p = Pipeline(rules)
+    p.classifier = _collect_only
+    for line_no, text in lines:
+        p.feed_line(line_no, text)
+    p.flush()
+    return doc_of_pipeline(p)
+
+
+def doc_of_pipeline(p) -> Doc:
+    """The document of what a pipeline has seen (after flush)."""
+    from logsense.learn.features import Digest
+
+    digest = p.digest if p.digest is not None else Digest()
+    tl = p.timeline
+    since = tl.phases()[0].start_line if tl.restarts and tl.phases() else 0
+    return digest.doc(tl.current, tl.ready_line if tl.ready else None, since)
+
+
+def doc_of_file(path: str | Path, rules=None) -> Doc:
+    from logsense.sources.recorded import open_recorded, read_lines
+
+    fp, name = open_recorded(str(path))
+    try:
+        return doc_of_lines(read_lines(fp, name), rules)
+    finally:
+        fp.close()
+
+
+def documents(incidents: list[Incident], jobs: int = 1) -> list[Doc]:
+    """The document of every incident, in order (a process pool when jobs > 1)."""
+    paths = [str(i.log) for i in incidents]
+    if jobs <= 1 or len(paths) < 8:
+        rules = _phase_only_rules()
+        return [doc_of_file(p, rules) for p in paths]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as ex:
+        return list(ex.map(doc_of_file, paths, chunksize=4))
+
+
+def default_jobs() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _collect_only(pipeline, diagnoses, facts):
+    return diagnoses
+
+
+_RULES = None
+
+
+def _phase_only_rules():
+    """The bundled phases without any rule: documents do not depend on which rules exist."""
+    global _RULES
+    if _RULES is None:
+        from logsense.rules import RuleSet, load_rules
+
+        rs = load_rules([], None)
+        _RULES = RuleSet([], rs.phases, rs.sources)
+    return _RULES

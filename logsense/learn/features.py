@@ -1,0 +1,196 @@
+"""What the classifier reads of a log: a bounded digest of its error-ish events, as masked text.
+
+Pure Python on purpose: the pipeline feeds every event into a `Digest` while a classifier is
+set, and the prediction path must not pay for numpy or scikit-learn. Training builds its
+documents with the same `Digest` (through the real Pipeline), so what is learned and what is
+predicted are the same text, masked the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from logsense.model import Event, Record
+
+FEATURE_VERSION = 1  # bump when the document text changes: a model trained on another version is stale
+MAX_ERRORS = 40  # distinct error-ish events kept (the most recent ones)
+TAIL_EVENTS = 8  # the last events before the end, whatever they say
+MAX_TEXT = 400  # characters of one line that count
+
+_ERRORISH = re.compile(
+    r"Error|error|ERROR|Exception|exception|[Ff]ailed|FAILED|[Ff]ailure|[Ff]atal|FATAL|Traceback|"
+    r"[Cc]annot |[Cc]an't |[Uu]nable to|[Nn]ot found|No such|[Dd]enied|[Rr]efused|[Tt]imed? ?out|"
+    r"[Kk]illed|[Aa]bort|out of memory|OOM|[Ii]nvalid|[Uu]nsupported|not supported|mismatch|"
+    r"undefined symbol|[Nn]ot enough|[Ii]llegal|NaN|\binf\b|[Ww]atchdog|SIGQUIT|sigquit|[Ss]egmentation|"
+    r"[Dd]eadlock|[Hh]ang|[Rr]etract|Possible solutions|[Pp]lease (?:use|set|install|upgrade|try)"
+)
+_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
+
+# Masking: what differs between two logs of the same incident (numbers, paths, addresses, ranks).
+_URL = re.compile(r"\b(?:https?|ftp|file|tcp|ws)://\S+")
+_IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-f:]*::[0-9a-f:]*\](?::\d+)?")
+_PATH = re.compile(r"(?:(?<=[\s'\"(=:,\[])|^)(?:~|\.{1,2})?(?:/[\w.@+\-]+)+/?")
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b")
+_RANK = re.compile(r"\b(TP|DP|PP|EP|CP|ATTN_CP|MOE_DP)\d+\b|\b(rank|gpu|cuda|device)([ =:_]?)\d+\b", re.IGNORECASE)
+_NUM = re.compile(r"\d+(?:\.\d+)*")
+_BAR = re.compile(r"[\u2580-\u259f\u25a0-\u25ff#]{3,}")  # progress-bar blocks
+_SPACE = re.compile(r"\s+")
+
+
+def mask(text: str) -> str:
+    """One line as the classifier sees it: numbers, paths, hex, addresses and ranks replaced."""
+    t = text[:MAX_TEXT]
+    t = _URL.sub(" URL ", t)
+    t = _IP.sub(" ADDR ", t)
+    t = _PATH.sub(_path, t)
+    t = _HEX.sub("HEX", t)
+    t = _RANK.sub(_rank, t)
+    t = _NUM.sub("N", t)
+    t = _BAR.sub(" BAR ", t)
+    return _SPACE.sub(" ", t).strip()
+
+
+def _path(m: re.Match) -> str:
+    # the directories are the machine's; the file name is the code's ("cuda_graph_runner.py", "Python.h")
+    parts = [p for p in m.group(0).split("/") if p and p not in (".", "..", "~")]
+    return " PATH/" + parts[-1] + " " if parts else " PATH "
+
+
+def _rank(m: re.Match) -> str:
+    if m.group(1):
+        return m.group(1).upper() + "n"
+    return m.group(2) + m.group(3) + "n"
+
+
+def is_errorish(text: str) -> bool:
+    return bool(_ERRORISH.search(text))
+
+
+@dataclass
+class Note:
+    """One error-ish event, reduced to the lines that say what went wrong."""
+
+    line: int
+    phase: str
+    kind: str
+    lines: tuple[tuple[int, str], ...]  # (line number, original text) for evidence
+    text: str  # masked, what the model reads
+
+
+@dataclass
+class Doc:
+    """A log as the classifier sees it: its text plus the facts the decision needs."""
+
+    text: str
+    notes: list[Note] = field(default_factory=list)
+    ready: bool = False
+    errors_after_ready: int = 0
+    tracebacks: int = 0
+    phase: str = "import"
+
+    @property
+    def failure_signs(self) -> bool:
+        return self.errors_after_ready > 0 if self.ready else bool(self.notes)
+
+
+class Digest:
+    """Fed every event of a pipeline; keeps the distinct error-ish events and the last few events."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, Note] = {}  # masked text -> note; insertion order, most recent last
+        self.tail: deque[Note] = deque(maxlen=TAIL_EVENTS)
+        self.tracebacks = 0
+
+    def add(self, event: Event) -> None:
+        if event.kind == "traceback":
+            self.tracebacks += 1
+        lines = _telling_lines(event)
+        if not lines:
+            return
+        text = " \n".join(mask(r.message) for r in lines)
+        note = Note(event.first_line, event.phase, event.kind,
+                    tuple((r.line, r.message.strip()[:500]) for r in lines), text)
+        self.tail.append(note)
+        if event.kind != "line" or any(is_errorish(r.message) or _LEVEL.search(r.raw) for r in lines):
+            old = self.errors.pop(text, None)
+            if old is not None:
+                note = Note(old.line, old.phase, old.kind, old.lines, old.text)  # keep the first occurrence
+            self.errors[text] = note
+            if len(self.errors) > MAX_ERRORS:
+                self.errors.pop(next(iter(self.errors)))
+
+    def doc(self, phase: str = "import", ready_line: int | None = None, since_line: int = 0) -> Doc:
+        """The document of what was seen from `since_line` on (a restart's new start)."""
+        notes = sorted((n for n in self.errors.values() if n.line >= since_line), key=lambda n: n.line)
+        tail = [n for n in self.tail if n.line >= since_line and n.text not in self.errors]
+        after = sum(1 for n in notes if ready_line is not None and n.line > ready_line)
+        return build_doc(notes, tail, phase, ready_line is not None, after, self.tracebacks)
+
+
+def build_doc(notes: list[Note], tail: list[Note], phase: str, ready: bool, errors_after_ready: int,
+              tracebacks: int) -> Doc:
+    meta = [f"zzphase{phase.replace('_', '')}", "zzready" if ready else "zznotready"]
+    if tracebacks:
+        meta.append("zztraceback")
+    if ready and errors_after_ready:
+        meta.append("zzerrorsafterready")
+    if not notes:
+        meta.append("zznoerrors")
+    body = [n.text for n in notes] + [n.text for n in tail]
+    text = " ".join(meta) + "\n" + "\n".join(body)
+    return Doc(text, notes, ready, errors_after_ready, tracebacks, phase)
+
+
+def _telling_lines(event: Event) -> list[Record]:
+    """The lines of an event that say what happened: a traceback's exception lines, its message
+    tail and its last frames; a compiler error's error lines; a plain line itself."""
+    recs = event.records
+    if event.kind == "line":
+        return [recs[0]] if recs[0].message.strip() else []
+    if event.kind == "compile":
+        errs = [r for r in recs if is_errorish(r.message)]
+        return (errs or list(recs[:1]))[:6]
+    from logsense.engine import error_lines
+
+    exc = error_lines(event)
+    out: list[Record] = []
+    frames = [r for r in recs if r.message.lstrip().startswith('File "')]
+    out.extend(frames[-2:])
+    out.extend(exc)
+    if exc:
+        last = exc[-1].line
+        out.extend([r for r in recs if r.line > last and r.message.strip()][:4])
+    seen: set[int] = set()
+    return [r for r in sorted(out, key=lambda r: r.line) if not (r.line in seen or seen.add(r.line))]
+
+
+# --- analyzers: the same functions at training (given to scikit-learn) and at prediction ---
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+def words(text: str) -> list[str]:
+    """Word unigrams and bigrams, lower-cased (meta tokens such as `zzready` included)."""
+    toks = _WORD.findall(text.lower())
+    return toks + [a + " " + b for a, b in zip(toks, toks[1:])]
+
+
+def chars(text: str, lo: int = 3, hi: int = 5) -> list[str]:
+    """Character n-grams inside word boundaries (scikit-learn's char_wb), meta tokens left out."""
+    out: list[str] = []
+    body = text.split("\n", 1)[1] if "\n" in text else ""
+    for w in body.lower().split():
+        w = " " + w + " "
+        n_w = len(w)
+        for n in range(lo, hi + 1):
+            if n_w < n:
+                if n == lo:
+                    out.append(w)
+                break
+            out.extend(w[i : i + n] for i in range(n_w - n + 1))
+    return out
+
+
+ANALYZERS = {"word": words, "char": chars}
