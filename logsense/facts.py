@@ -22,7 +22,8 @@ _SIMPLE: list[tuple[tuple[str, ...], str, str]] = [
      r"\b(?i:cuda)(?: Version| runtime(?: version)?| version|_VERSION|_version=|==)[: =]*(\d+\.\d+)", "cuda_version"),
     (("Driver Version",), r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)", "driver_version"),
     (("NVIDIA ",),
-     r"\b(NVIDIA (?:GeForce |RTX )?[A-Z]*\d+[A-Za-z0-9 ]*?(?: \d+GB)?(?: HBM\d\w*)?)(?=[,;)\]'\"]|\s*$|\s+\()",
+     r"\b(NVIDIA (?:(?:GeForce|Tesla|Quadro|RTX|TITAN) )*[A-Z]{0,4}\d{2,4}[A-Za-z0-9-]*"
+     r"(?: (?:SXM\d?|PCIe|NVL\d*|HBM\d\w*|\d+\s?GB|Ti|SUPER|Max-Q|AC|Ada|Generation|Laptop GPU|Graphics))*)",
      "gpu_name"),
     (("device_name=NVIDIA_",), r"device_name=(NVIDIA_[A-Za-z0-9_]+?)(?:,|\.json|$)", "gpu_name"),
     (("Load weight end",), r"Load weight end\..*?\btype=([A-Za-z0-9_]+)", "model_arch"),

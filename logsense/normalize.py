@@ -160,7 +160,12 @@ class Normalizer:
         self._last = rec
         return rec
 
-    def _from_json(self, line_no: int, raw: str, entry: dict) -> Iterator[Record]:
+    def feed_entry(self, line_no: int, entry: dict) -> list[Record]:
+        """A journal entry (fields as `journalctl -o json` gives them) -> one record per MESSAGE line,
+        numbered from line_no, each with its own line as raw text (a live journal has no file lines)."""
+        return list(self._from_json(line_no, None, entry))
+
+    def _from_json(self, line_no: int, raw: str | None, entry: dict) -> Iterator[Record]:
         message = entry.get("MESSAGE")
         if isinstance(message, list):
             try:
@@ -186,9 +191,10 @@ class Normalizer:
         cursor = entry.get("__CURSOR")
         self._indent = 0
         first = None
-        for part in message.split("\n"):
+        for i, part in enumerate(message.split("\n")):
             text = fold_progress(clean(part))
-            rec = self._record(line_no, raw, text, fields, continuation_of=first, unit=unit, cursor=cursor)
+            at, src = (line_no, raw) if raw is not None else (line_no + i, part)
+            rec = self._record(at, src, text, fields, continuation_of=first, unit=unit, cursor=cursor)
             first = first or rec
             yield rec
 

@@ -23,7 +23,9 @@ def _verdict(rules, path):
     root = report.root
     if root is None:
         return ("healthy", None, (), report.status.value)
-    return (root.cause, root.rule, tuple(f.value for f in root.fixes), report.status.value, root.phase)
+    # Fixes may differ in detail: `-o json` shows a message over 4096 bytes (the server_args dump) as
+    # null, so the facts from it are missing there; the principal fix must not.
+    return (root.cause, root.rule, root.fixes[0].value if root.fixes else None, report.status.value, root.phase)
 
 
 @pytest.mark.parametrize("paths", _groups())

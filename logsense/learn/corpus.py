@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from logsense.errors import UsageError
-from logsense.learn.features import FEATURE_VERSION, Doc
+from logsense.learn.features import FEATURE_VERSION, Doc, doc_of_pipeline
 
 LABEL_SUFFIX = ".label.yaml"
 
@@ -73,15 +73,56 @@ _ISSUE = re.compile(r"^(https?://[^#?]+?)(?:/files|/commits?/\w+)?/?(?:[#?].*)?$
 
 
 def group_of(label: dict[str, Any], name: str) -> str:
-    """Where an incident came from: its source URL without the comment anchor, else its source,
-    else its own name. Constructed variants carry their original's source, so they group with it."""
-    for key in ("group", "source_url", "source"):
+    """Where an incident came from: its `group`, else its source URL without the comment anchor,
+    else the log's name up to its first dot (`x.short-iso.log` is a variant of `x.log`)."""
+    for key in ("group", "source_url"):
         v = label.get(key)
         if isinstance(v, str) and v.strip():
             v = v.strip()
             m = _ISSUE.match(v)
             return (m.group(1) if m else v).lower()
-    return name
+    v = label.get("source")
+    if isinstance(v, str) and "://" in v:
+        m = _ISSUE.match(v.strip())
+        return (m.group(1) if m else v.strip()).lower()
+    return "stem:" + _stem(name)
+
+
+def _stem(name: str) -> str:
+    return name.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
+def groups(incidents: list[Incident], docs: list[Doc] | None = None, near: float = 0.6) -> list[str]:
+    """The evaluation group of each incident: those sharing a source, a file stem, or (given their
+    documents) nearly the same error lines are one group, so a variant never tests its original."""
+    parent = list(range(len(incidents)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(a: int, b: int) -> None:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    first: dict[str, int] = {}
+    for i, inc in enumerate(incidents):
+        for key in (inc.group, "stem:" + _stem(inc.name)):
+            if key in first:
+                union(first[key], i)
+            else:
+                first[key] = i
+    if docs is not None:
+        sets = [set(d.text.split("\n")[1:]) - {""} for d in docs]
+        for i in range(len(sets)):
+            for j in range(i + 1, len(sets)):
+                a, b = sets[i], sets[j]
+                if len(a) >= 3 and len(b) >= 3 and len(a & b) / len(a | b) >= near:
+                    union(i, j)
+    return [incidents[root(i)].group for i in range(len(incidents))]
 
 
 def corpus_hash(incidents: list[Incident]) -> str:
@@ -105,16 +146,6 @@ def doc_of_lines(lines: Iterable[tuple[int, str]], rules=None) -> Doc:
         p.feed_line(line_no, text)
     p.flush()
     return doc_of_pipeline(p)
-
-
-def doc_of_pipeline(p) -> Doc:
-    """The document of what a pipeline has seen (after flush)."""
-    from logsense.learn.features import Digest
-
-    digest = p.digest if p.digest is not None else Digest()
-    tl = p.timeline
-    since = tl.phases()[0].start_line if tl.restarts and tl.phases() else 0
-    return digest.doc(tl.current, tl.ready_line if tl.ready else None, since)
 
 
 def doc_of_file(path: str | Path, rules=None) -> Doc:

@@ -129,6 +129,14 @@ class Digest:
         return build_doc(notes, tail, phase, ready_line is not None, after, self.tracebacks)
 
 
+def doc_of_pipeline(p) -> Doc:
+    """The document of what a pipeline has seen (call after its flush, as finish() does)."""
+    digest = p.digest if p.digest is not None else Digest()
+    tl = p.timeline
+    since = tl.phases()[0].start_line if tl.restarts and tl.phases() else 0
+    return digest.doc(tl.current, tl.ready_line if tl.ready else None, since)
+
+
 def build_doc(notes: list[Note], tail: list[Note], phase: str, ready: bool, errors_after_ready: int,
               tracebacks: int) -> Doc:
     meta = [f"zzphase{phase.replace('_', '')}", "zzready" if ready else "zznotready"]

@@ -1,0 +1,369 @@
+"""Fitting and evaluating the classifier (scikit-learn; imported only by `logsense train` / `eval`).
+
+The model: TF-IDF over word uni/bigrams and character 3-5-grams of the masked error-ish
+events, a multinomial logistic regression on top, and one temperature fitted on held-out
+scores so that its probabilities mean what they say. Evaluation splits by incident group
+(GroupKFold), so no incident, nor a constructed variant of it, is on both sides.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold
+
+from logsense.learn.features import FEATURE_VERSION, Doc, chars, words
+from logsense.learn.linear import FORMAT, FORMAT_VERSION, softmax
+
+HEALTHY = "healthy"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Config:
+    C: float = 20.0
+    class_weight: str | None = "balanced"
+    word: bool = True
+    char: bool = True
+    char_min_df: int = 2
+    char_max_features: int = 12000
+    word_max_features: int = 8000
+    char_weight: float = 1.0
+    threshold: float = 0.5
+    nearest_terms: int = 48
+
+
+# --- fitting ---
+
+
+@dataclass
+class Fitted:
+    """A fitted model in scikit-learn form, used inside cross-validation and to export."""
+
+    vectorizers: list[tuple[str, TfidfVectorizer, float]]
+    lr: LogisticRegression
+    classes: list[str]
+
+    def matrix(self, texts: list[str]):
+        blocks = [v.transform(texts) * w for _, v, w in self.vectorizers]
+        return sparse.hstack(blocks).tocsr()
+
+    def scores(self, texts: list[str]) -> np.ndarray:
+        return class_scores(self.lr, self.matrix(texts))
+
+
+def class_scores(lr: LogisticRegression, X) -> np.ndarray:
+    z = lr.decision_function(X)
+    if z.ndim == 1:  # two classes: scikit-learn keeps one column; softmax([0, z]) is its sigmoid
+        z = np.column_stack([np.zeros_like(z), z])
+    return z
+
+
+def fit(texts: list[str], y: list[str], cfg: Config) -> Fitted:
+    vecs: list[tuple[str, TfidfVectorizer, float]] = []
+    if cfg.word:
+        vecs.append(("word", TfidfVectorizer(analyzer=words, sublinear_tf=True, lowercase=False,
+                                             max_features=cfg.word_max_features), 1.0))
+    if cfg.char:
+        min_df = cfg.char_min_df if len(texts) >= 4 * cfg.char_min_df else 1
+        vecs.append(("char", TfidfVectorizer(analyzer=chars, sublinear_tf=True, lowercase=False, min_df=min_df,
+                                             max_features=cfg.char_max_features), cfg.char_weight))
+    blocks = []
+    for _, v, w in vecs:
+        blocks.append(v.fit_transform(texts) * w)
+    X = sparse.hstack(blocks).tocsr()
+    lr = LogisticRegression(C=cfg.C, class_weight=cfg.class_weight, solver="newton-cg", max_iter=500)
+    lr.fit(X, y)
+    return Fitted(vecs, lr, [str(c) for c in lr.classes_])
+
+
+def fit_temperature(z: np.ndarray, y_idx: np.ndarray) -> float:
+    """The temperature that minimises the log loss of held-out scores (rows with y_idx < 0 ignored)."""
+    keep = y_idx >= 0
+    if keep.sum() < 3:
+        return 1.0
+    z, y_idx = z[keep], y_idx[keep]
+    best_t, best_nll = 1.0, math.inf
+    for t in np.exp(np.linspace(math.log(0.2), math.log(8.0), 61)):
+        s = z / t
+        s = s - s.max(axis=1, keepdims=True)
+        logp = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+        nll = -logp[np.arange(len(y_idx)), y_idx].mean()
+        if nll < best_nll - 1e-12:
+            best_t, best_nll = float(t), float(nll)
+    return round(best_t, 4)
+
+
+def export(f: Fitted, texts: list[str], names: list[str], y: list[str], cfg: Config, temperature: float,
+           meta: dict[str, Any]) -> dict[str, Any]:
+    """The JSON model: everything predict needs, nothing that can run."""
+    blocks = []
+    for name, v, w in f.vectorizers:
+        terms = [""] * len(v.vocabulary_)
+        for t, i in v.vocabulary_.items():
+            terms[i] = t
+        blocks.append({"analyzer": name, "terms": terms, "idf": [_r(x) for x in v.idf_], "sublinear_tf": True,
+                       "weight": w})
+    coef = f.lr.coef_
+    intercept = f.lr.intercept_
+    if coef.shape[0] == 1:
+        coef = np.vstack([np.zeros_like(coef[0]), coef[0]])
+        intercept = np.array([0.0, intercept[0]])
+    # nearest incident: each training log's word vector, its strongest terms only
+    incidents = []
+    word = next((v for n, v, _ in f.vectorizers if n == "word"), None)
+    if word is not None:
+        W = word.transform(texts).tocsr()
+        for i in range(W.shape[0]):
+            row = W.getrow(i)
+            pairs = sorted(zip(row.indices.tolist(), row.data.tolist()), key=lambda p: -p[1])[: cfg.nearest_terms]
+            norm = math.sqrt(sum(w * w for _, w in pairs)) or 1.0
+            incidents.append({"name": names[i], "cause": y[i], "norm": _r(norm),
+                              "terms": [[int(j), _r(w)] for j, w in sorted(pairs)]})
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "meta": {**meta, "feature_version": FEATURE_VERSION, "config": asdict(cfg)},
+        "classes": f.classes,
+        "blocks": blocks,
+        "coef": [[_r(x) for x in coef[:, j]] for j in range(coef.shape[1])],
+        "intercept": [_r(x) for x in intercept],
+        "temperature": temperature,
+        "threshold": cfg.threshold,
+        "incidents": incidents,
+    }
+
+
+def _r(x: float) -> float:
+    return float(f"{float(x):.6g}")
+
+
+# --- deciding: the same rule in evaluation and in the pipeline hook ---
+
+
+def decide(probs: dict[str, float] | list[tuple[str, float]], doc: Doc, threshold: float) -> tuple[str, float, str]:
+    """(verdict, p, best guess): verdict is a cause, 'healthy' (no root diagnosis) or 'unknown' (unsure).
+
+    A log that reached ready with no error after it is healthy whatever the model says.
+    """
+    items = sorted(probs.items() if isinstance(probs, dict) else probs, key=lambda cp: (-cp[1], cp[0]))
+    if doc.ready and not doc.errors_after_ready:
+        return HEALTHY, 1.0, HEALTHY
+    top, p = items[0]
+    best = next(((c, q) for c, q in items if c != HEALTHY), (UNKNOWN, 0.0))
+    if top == HEALTHY:
+        if p >= threshold or not doc.failure_signs:
+            return HEALTHY, p, best[0]
+        return UNKNOWN, best[1], best[0]
+    if p >= threshold:
+        return top, p, top
+    return UNKNOWN, p, top
+
+
+# --- evaluation ---
+
+
+@dataclass
+class Fold:
+    test: list[int]
+    model: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class Evaluation:
+    y: list[str]
+    origin: list[str]
+    groups: list[str]
+    names: list[str]
+    preds: dict[str, list[str]]  # method -> verdict per incident
+    top1: dict[str, list[str]]  # method -> argmax (no threshold) per incident
+    probs: list[float]  # the model's calibrated p of its verdict
+    n_splits: int
+    temperature: float
+    calibration: dict[str, float]
+
+    def metrics(self, method: str, subset: str | None = None, thresholded: bool = True) -> dict[str, Any]:
+        idx = [i for i, o in enumerate(self.origin) if subset is None or o == subset]
+        pred = self.preds[method] if thresholded else self.top1[method]
+        return summarize([self.y[i] for i in idx], [pred[i] for i in idx])
+
+
+def summarize(y: list[str], pred: list[str]) -> dict[str, Any]:
+    from sklearn.metrics import f1_score, precision_recall_fscore_support
+
+    if not y:
+        return {"n": 0}
+    labels = sorted(set(y))
+    p, r, f, s = precision_recall_fscore_support(y, pred, labels=labels, zero_division=0)
+    per = {c: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]), "support": int(s[i])}
+           for i, c in enumerate(labels)}
+    answered = [(a, b) for a, b in zip(y, pred) if b != UNKNOWN]
+    return {
+        "n": len(y),
+        "top1": sum(a == b for a, b in zip(y, pred)) / len(y),
+        "macro_f1": float(f1_score(y, pred, labels=labels, average="macro", zero_division=0)),
+        "coverage": len(answered) / len(y),
+        "precision_when_answered": (sum(a == b for a, b in answered) / len(answered)) if answered else 0.0,
+        "per_cause": per,
+    }
+
+
+def n_splits_for(groups: list[str], wanted: int = 5) -> int:
+    return max(2, min(wanted, len(set(groups))))
+
+
+def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list[str], origin: list[str],
+                   names: list[str], cfg: Config, n_splits: int = 5) -> Evaluation:
+    n = len(y)
+    k = n_splits_for(groups, n_splits)
+    if len(set(groups)) < 2:
+        raise ValueError("cross-validation needs incidents from at least two sources")
+    folds = list(GroupKFold(n_splits=k).split(np.zeros(n), y, groups))
+    classes_all = sorted(set(y))
+    z_all = np.full((n, len(classes_all)), -1e3)  # held-out scores, in classes_all order
+    top_model = [""] * n
+    pred_major = [""] * n
+    pred_nn = [""] * n
+    fold_of = np.zeros(n, dtype=int)
+    seen = np.zeros(n, dtype=bool)  # the incident's cause was in its training folds
+    for fi, (tr, te) in enumerate(folds):
+        fold_of[te] = fi
+        tr_texts, tr_y = [texts[i] for i in tr], [y[i] for i in tr]
+        f = fit(tr_texts, tr_y, cfg)
+        z = f.scores([texts[i] for i in te])
+        for row, i in enumerate(te):
+            for ci, c in enumerate(f.classes):
+                z_all[i, classes_all.index(c)] = z[row, ci]
+            top_model[i] = f.classes[int(np.argmax(z[row]))]
+            seen[i] = y[i] in f.classes
+        major = Counter(tr_y).most_common(1)[0][0]
+        nn = _nearest_neighbour(tr_texts, tr_y, [texts[i] for i in te])
+        for row, i in enumerate(te):
+            pred_major[i] = decide({major: 1.0}, docs[i], 0.0)[0]
+            pred_nn[i] = decide({nn[row]: 1.0}, docs[i], 0.0)[0]
+    y_idx = np.array([classes_all.index(c) for c in y])
+    y_fit = np.where(seen, y_idx, -1)  # a cause no training fold had says nothing about calibration
+    # the temperature used for fold i is fitted on the other folds' held-out scores
+    temps = []
+    probs_model: list[list[float]] = []
+    for fi in range(k):
+        mask = fold_of != fi
+        temps.append(fit_temperature(z_all[mask], y_fit[mask]))
+    raw_p = []
+    for i in range(n):
+        probs_model.append(softmax(list(z_all[i]), temps[fold_of[i]]))
+        raw_p.append(softmax(list(z_all[i]), 1.0))
+    pred_model, p_model = [], []
+    for i in range(n):
+        verdict, p, _ = decide(dict(zip(classes_all, probs_model[i])), docs[i], cfg.threshold)
+        pred_model.append(verdict)
+        p_model.append(p)
+    temperature = fit_temperature(z_all, y_fit)
+    known = [i for i in range(n) if seen[i]]
+    calibration = {
+        "ece_raw": _ece([raw_p[i] for i in known], y_idx[known]),
+        "ece_calibrated": _ece([probs_model[i] for i in known], y_idx[known]),
+        "nll_raw": _nll([raw_p[i] for i in known], y_idx[known]),
+        "nll_calibrated": _nll([probs_model[i] for i in known], y_idx[known]),
+        "held_out_with_unseen_cause": int(n - len(known)),
+    }
+    gated_top = [decide({top_model[i]: 1.0}, docs[i], 0.0)[0] for i in range(n)]
+    return Evaluation(
+        y=list(y), origin=list(origin), groups=list(groups), names=list(names),
+        preds={"model": pred_model, "nearest-neighbour": pred_nn, "majority": pred_major},
+        top1={"model": gated_top, "nearest-neighbour": pred_nn, "majority": pred_major},
+        probs=p_model, n_splits=k, temperature=temperature, calibration=calibration,
+    )
+
+
+def _nearest_neighbour(train: list[str], y: list[str], test: list[str]) -> list[str]:
+    """The keyword baseline: the label of the most similar training log (cosine over word TF-IDF)."""
+    v = TfidfVectorizer(analyzer=lambda t: _WORDS(t), sublinear_tf=True, lowercase=False)
+    A = v.fit_transform(train)
+    B = v.transform(test)
+    sims = (B @ A.T).toarray()
+    return [y[int(np.argmax(row))] if row.max() > 0 else Counter(y).most_common(1)[0][0] for row in sims]
+
+
+def _WORDS(text: str) -> list[str]:
+    return [w for w in words(text) if " " not in w]
+
+
+def _ece(probs: list[list[float]], y_idx: np.ndarray, bins: int = 10) -> float:
+    conf = np.array([max(p) for p in probs])
+    hit = np.array([int(np.argmax(p)) == y_idx[i] for i, p in enumerate(probs)], dtype=float)
+    edges = np.linspace(0, 1, bins + 1)
+    ece = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        m = (conf > lo) & (conf <= hi)
+        if m.any():
+            ece += m.mean() * abs(hit[m].mean() - conf[m].mean())
+    return round(float(ece), 4)
+
+
+def _nll(probs: list[list[float]], y_idx: np.ndarray) -> float:
+    return round(float(-np.mean([math.log(max(p[y_idx[i]], 1e-12)) for i, p in enumerate(probs)])), 4)
+
+
+def confusion(y: list[str], pred: list[str]) -> tuple[list[str], list[list[int]]]:
+    labels = sorted(set(y) | set(pred))
+    at = {c: i for i, c in enumerate(labels)}
+    m = [[0] * len(labels) for _ in labels]
+    for a, b in zip(y, pred):
+        m[at[a]][at[b]] += 1
+    return labels, m
+
+
+# --- the whole job: evaluate, fit on everything, export ---
+
+
+def build(incidents, docs: list[Doc], cfg: Config | None = None, n_splits: int = 5,
+          corpus_hash: str | None = None) -> tuple[dict[str, Any], Evaluation | None]:
+    """Cross-validate (when there are two sources or more), then fit on the whole corpus and export."""
+    import sklearn
+
+    cfg = cfg or Config()
+    texts = [d.text for d in docs]
+    y = [i.cause for i in incidents]
+    from logsense.learn.corpus import groups as group_incidents
+
+    groups = group_incidents(incidents, docs)
+    origin = [i.origin for i in incidents]
+    names = [i.name for i in incidents]
+    if len(set(y)) < 2:
+        raise ValueError("training needs incidents of at least two causes")
+    ev = None
+    if len(set(groups)) >= 2:
+        ev = cross_validate(texts, docs, y, groups, origin, names, cfg, n_splits)
+    f = fit(texts, y, cfg)
+    meta: dict[str, Any] = {
+        "corpus_hash": corpus_hash,
+        "logs": len(y),
+        "groups": len(set(groups)),
+        "by_origin": dict(sorted(Counter(origin).items())),
+        "by_cause": dict(sorted(Counter(y).items())),
+        "trained_with": f"scikit-learn {sklearn.__version__}",
+        "rebuild": "logsense train corpora/ -o logsense/data/",
+    }
+    if ev is not None:
+        meta["cross_validation"] = {
+            "splits": ev.n_splits,
+            "split_by": "incident group (source url)",
+            "model": _brief(ev.metrics("model")),
+            "nearest-neighbour": _brief(ev.metrics("nearest-neighbour")),
+            "majority": _brief(ev.metrics("majority")),
+            "calibration": ev.calibration,
+        }
+    temperature = ev.temperature if ev is not None else 1.0
+    return export(f, texts, names, y, cfg, temperature, meta), ev
+
+
+def _brief(m: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in m.items() if k != "per_cause"}

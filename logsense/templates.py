@@ -1,0 +1,298 @@
+"""Line templates: mask what varies between runs, then group messages into templates, Drain-style.
+
+`mask()` replaces the parts of a message that differ from one startup to the next even
+when nothing is wrong: numbers, sizes (`12.3 GB`), times, IP addresses and ports, URLs,
+hex and uuids, ranks (`TP3`, `rank 3`, `cuda:3`), GPU model names, and the directories
+of a path. The file name of a path is kept: it names the code (`vision.py`), where the
+directories only name the machine (`/usr/local/lib/python3.12/dist-packages/...`).
+
+`TemplateMiner` is a small Drain (He et al., ICWS 2017; the Drain3 package works the same
+way): a fixed-depth prefix tree routes a message by its token count and its first tokens
+to a leaf; in the leaf, the most similar template (share of equal tokens) takes the
+message when the share reaches the threshold, and the positions where they differ become
+`<*>`. Otherwise the message starts a template of its own. Two deliberate differences:
+
+- tokens that hold a `/` (paths, URL routes such as `/generate`) are never wildcarded:
+  two lines that differ in the code file or the route are two templates, because that
+  difference is usually the one that matters when two startups are compared;
+- memory is bounded: at most `max_clusters` templates (the least recently used one is
+  dropped), at most `max_tokens` tokens of a line count, and the cache of exact masked
+  lines is cleared when it fills.
+
+Everything is deterministic: the same lines in the same order give the same templates and
+ids. `match()` never changes the miner: it says whether a message fits a known template
+(every non-wildcard token equal), the novelty test against a healthy baseline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Iterable
+
+WILDCARD = "<*>"
+TRUNCATED = "<+>"  # the last token of a line cut at max_tokens
+
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>()\[\]{},]+")
+_B64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{48,}={0,2}")
+# directories only: "/usr/lib/x/vision.py" -> "<PATH>/vision.py"; a route such as "/generate" stays
+_PATH = re.compile(r"(?<![\w.<>/-])(?:~|\.{1,2})?(?:/[\w.+@%=,~-]+)+/(?=[\w.+@%=,~-])")
+_BAR = re.compile(r"\|[\u2580-\u259f #]*[\u2580-\u259f#][\u2580-\u259f #]*\||\|\s{4,}\|")  # tqdm bars
+# (pattern, replacement) for messages with digits, in this order; later ones see the earlier masks.
+_MASKS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<UUID>"),
+    (re.compile(r"\b(?:\d{4}-)?\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\b"), "<TIME>"),
+    (re.compile(r"(?<![\w.:])(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b|\[[0-9a-fA-F:]*:[0-9a-fA-F:]*\](?::\d{1,5})?"),
+     "<IP>"),
+    (re.compile(r"\b\d{1,2}:\d\d(?::\d\d(?:[.,]\d+)?)?\b"), "<TIME>"),
+    (_PATH, "<PATH>/"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b"), "<HEX>"),
+    (re.compile(r"\bNVIDIA[ _](?:GeForce[ _]|RTX[ _])?[A-Z]{0,3}\d{2,4}\w*(?:[ _]\d+GB)?(?:[ _]HBM\w+)?"), "<GPU>"),
+    (re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?\s?(?:[KMGTP]i?B|bytes)\b"), "<SIZE>"),
+    (re.compile(r"\b(?:TP|DP|PP|EP|CP|ATTN_CP|MOE_DP)\d+\b|\b(?:[Rr]ank|RANK|GPU|gpu|cuda|[Dd]evice|node)"
+                r"(?:[_ ]?id)?[ =:#_]?\d+\b"), "<RANK>"),
+    (re.compile(r"(?<![A-Za-z0-9_.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?"), "<NUM>"),
+    (re.compile(r"<NUM>(?:,\s*<NUM>)+"), "<NUMS>"),  # lists of any length: [1, 2, 4, 8] -> [<NUMS>]
+]
+_DIGIT = re.compile(r"\d")
+
+
+def mask(message: str) -> str:
+    """The message with its run-specific parts replaced by `<NUM>`, `<PATH>/`, `<IP>` ... masks."""
+    text = message
+    if "://" in text:
+        text = _URL.sub("<URL>", text)
+    if "|" in text:
+        text = _BAR.sub("|<BAR>|", text)
+    if len(text) >= 48:
+        text = _B64.sub("<B64>", text)
+    if _DIGIT.search(text) is None:
+        return _PATH.sub("<PATH>/", text) if "/" in text else text
+    for rx, repl in _MASKS:
+        text = rx.sub(repl, text)
+    return text
+
+
+def split(masked: str, max_tokens: int = 48) -> tuple[str, ...]:
+    """A masked message as tokens (split on white space), cut to `max_tokens` (then ending in `<+>`)."""
+    toks = masked.split()
+    if len(toks) > max_tokens:
+        del toks[max_tokens:]
+        toks.append(TRUNCATED)
+    return tuple(toks)
+
+
+def tokens(message: str, max_tokens: int = 48) -> tuple[str, ...]:
+    """`split(mask(message))`."""
+    return split(mask(message), max_tokens)
+
+
+def _routes_wild(tok: str) -> bool:
+    return tok[:1] == "<" or _DIGIT.search(tok) is not None
+
+
+class Cluster:
+    """One template: its tokens (with `<*>` where lines differ), how many lines it took, its id."""
+
+    __slots__ = ("id", "tokens", "size", "_key")
+
+    def __init__(self, cid: int, toks: tuple[str, ...], key: tuple) -> None:
+        self.id = cid
+        self.tokens = toks
+        self.size = 1
+        self._key = key
+
+    @property
+    def template(self) -> str:
+        return " ".join(self.tokens)
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.id}, {self.template!r}, size={self.size})"
+
+
+class TemplateMiner:
+    """Online template mining with a fixed-depth prefix tree; bounded in clusters and tokens."""
+
+    def __init__(
+        self,
+        sim_threshold: float = 0.6,
+        depth: int = 4,
+        max_children: int = 100,
+        max_clusters: int = 20_000,
+        max_tokens: int = 48,
+        cache_size: int = 50_000,
+    ) -> None:
+        if depth < 3:
+            raise ValueError("depth must be at least 3 (token count, then one token or more)")
+        self.sim_threshold = sim_threshold
+        self.prefix = depth - 2
+        self.max_children = max_children
+        self.max_clusters = max_clusters
+        self.max_tokens = max_tokens
+        self.cache_size = cache_size
+        self._root: dict = {}  # token count -> token -> ... -> leaf (list of clusters)
+        self._clusters: OrderedDict[int, Cluster] = OrderedDict()  # least recently used first
+        self._cache: dict[str, Cluster] = {}  # exact masked line -> its cluster
+        self._next_id = 1
+        self.evicted = 0
+        self.lines = 0
+
+    def __len__(self) -> int:
+        return len(self._clusters)
+
+    @property
+    def clusters(self) -> list[Cluster]:
+        """The live templates, by id (creation order)."""
+        return sorted(self._clusters.values(), key=lambda c: c.id)
+
+    def get(self, cid: int) -> Cluster | None:
+        return self._clusters.get(cid)
+
+    # -- learning ------------------------------------------------------------------------
+    def add(self, message: str) -> Cluster:
+        """Mine one message; returns the template that took it (new or existing)."""
+        return self.add_masked(mask(message))
+
+    def add_masked(self, masked: str) -> Cluster:
+        """Mine one message already passed through `mask()` (mask once, use it in several miners)."""
+        self.lines += 1
+        c = self._cache.get(masked)
+        if c is not None and c.id in self._clusters:
+            c.size += 1
+            self._clusters.move_to_end(c.id)
+            return c
+        toks = split(masked, self.max_tokens)
+        leaf, key = self._leaf_for_add(toks)
+        best = self._best(leaf, toks)
+        if best is None:
+            c = Cluster(self._next_id, toks, key)
+            self._next_id += 1
+            leaf.append(c)
+            self._clusters[c.id] = c
+            if len(self._clusters) > self.max_clusters:
+                self._evict()
+        else:
+            c = best
+            c.size += 1
+            if c.tokens != toks:
+                c.tokens = tuple(a if a == b else WILDCARD for a, b in zip(c.tokens, toks, strict=True))
+            self._clusters.move_to_end(c.id)
+        if len(self._cache) >= self.cache_size:
+            self._cache.clear()
+        self._cache[masked] = c
+        return c
+
+    def _best(self, leaf: list[Cluster], toks: tuple[str, ...]) -> Cluster | None:
+        n = len(toks)
+        if n == 0:
+            return leaf[0] if leaf else None
+        best, best_sim, best_wild = None, -1.0, -1
+        for c in leaf:
+            same = wild = 0
+            for a, b in zip(c.tokens, toks, strict=True):
+                if a == b:
+                    same += 1
+                elif a == WILDCARD:
+                    wild += 1
+                elif "/" in a or "/" in b:
+                    same = -1
+                    break
+            if same < 0:
+                continue
+            sim = same / n
+            if sim > best_sim or (sim == best_sim and wild > best_wild):
+                best, best_sim, best_wild = c, sim, wild
+        return best if best is not None and best_sim >= self.sim_threshold else None
+
+    def _leaf_for_add(self, toks: tuple[str, ...]) -> tuple[list[Cluster], tuple]:
+        n = len(toks)
+        node = self._root.get(n)
+        if node is None:
+            node = self._root[n] = {}
+        path: list = [n]
+        depth = min(self.prefix, n)
+        for i in range(depth):
+            tok = toks[i]
+            key = WILDCARD if _routes_wild(tok) else tok
+            child = node.get(key)
+            if child is None and key != WILDCARD:
+                have = len(node)
+                if WILDCARD in node:
+                    key = key if have < self.max_children else WILDCARD
+                elif have + 1 >= self.max_children:
+                    key = WILDCARD
+                child = node.get(key)
+            if child is None:
+                child = node[key] = [] if i == depth - 1 else {}
+            path.append(key)
+            node = child
+        if depth == 0:
+            leaf = node.get("")
+            if leaf is None:
+                leaf = node[""] = []
+            path.append("")
+            return leaf, tuple(path)
+        return node, tuple(path)  # type: ignore[return-value]
+
+    def _evict(self) -> None:
+        _, c = self._clusters.popitem(last=False)
+        self.evicted += 1
+        nodes = [self._root]
+        for key in c._key[:-1]:
+            nodes.append(nodes[-1][key])
+        leaf = nodes[-1][c._key[-1]]
+        leaf.remove(c)
+        # drop the branches left empty, so the tree stays as small as the clusters
+        keys = list(c._key)
+        child = leaf
+        while not child and keys:
+            key = keys.pop()
+            parent = nodes[len(keys)]
+            del parent[key]
+            child = parent
+
+    # -- inference -----------------------------------------------------------------------
+    def match(self, message: str) -> Cluster | None:
+        """The known template this message fits (every non-wildcard token equal), or None: novel."""
+        return self.match_masked(mask(message))
+
+    def match_masked(self, masked: str) -> Cluster | None:
+        c = self._cache.get(masked)
+        if c is not None and c.id in self._clusters:
+            return c
+        toks = split(masked, self.max_tokens)
+        node = self._root.get(len(toks))
+        if node is None:
+            return None
+        depth = min(self.prefix, len(toks))
+        if depth == 0:
+            leaf = node.get("")
+            return leaf[0] if leaf else None
+        for i in range(depth):
+            tok = toks[i]
+            child = node.get(tok) if not _routes_wild(tok) else None
+            if child is None:
+                child = node.get(WILDCARD)
+                if child is None:
+                    return None
+            node = child
+        best, best_wild = None, 1 << 30
+        for c in node:  # type: ignore[union-attr]
+            wild = 0
+            for a, b in zip(c.tokens, toks, strict=True):
+                if a != b:
+                    if a != WILDCARD:
+                        break
+                    wild += 1
+            else:
+                if wild < best_wild:
+                    best, best_wild = c, wild
+        return best
+
+
+def mine(messages: Iterable[str], **options) -> TemplateMiner:
+    """A miner fed with every message (a convenience for notebooks and tests)."""
+    m = TemplateMiner(**options)
+    for msg in messages:
+        m.add(msg)
+    return m
