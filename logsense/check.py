@@ -18,6 +18,8 @@ What is checked:
 from __future__ import annotations
 
 import difflib
+import gzip
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ PHASE_FILE = "phases.yaml"
 ORIGINS = ("recorded", "constructed")
 LABEL_FIELDS = ("cause", "fix_any", "phase", "check_phase", "origin", "source", "source_url", "date", "notes")
 MIN_EXAMPLES = 2
+_READ_ERRORS = (EOFError, OSError, zlib.error, gzip.BadGzipFile)
 
 
 @dataclass(frozen=True)
@@ -390,7 +393,7 @@ def check_false_alarms(rs: RuleSet, rules: list[CompiledRule], healthy_logs: lis
                 matches, _ = all_matches(rs, read_lines(fp, name))
             finally:
                 fp.close()
-        except SourceError:
+        except (SourceError, *_READ_ERRORS):
             continue  # the incident check reports it
         seen = set()
         for m in matches:
@@ -527,6 +530,8 @@ def check_incident(inc: Incident, rs: RuleSet) -> tuple[list[Problem], Label | N
         report, _ = analyze_path(str(inc.log), rs)
     except SourceError as e:
         return [Problem(shown, None, str(e).removeprefix(f"{inc.log}: "), "unreadable")], label
+    except _READ_ERRORS as e:  # a corrupt gzip stream can fail before the reader's own checks
+        return [Problem(shown, None, f"cannot read: {e}", "unreadable")], label
     return [Problem(shown, line, f"{msg} ({display(inc.label)})", "incident")
             for line, msg in compare(label, report)], label
 

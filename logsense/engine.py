@@ -212,8 +212,15 @@ class Ranker:
         )
 
     def diagnoses(self, facts: dict) -> list[Diagnosis]:
-        roots = [self.diagnose_cause(ms, facts) for ms in self.by_cause.values()]
-        roots.sort(key=lambda d: self._order(d))
+        groups = sorted(self.by_cause.values(), key=lambda ms: self._order_matches(ms))
+        claimed: set[tuple[str | None, int]] = set()
+        roots = []
+        for ms in groups:
+            events = {(m.event.pid, m.event.first_line) for m in ms}
+            if events <= claimed:
+                continue  # a weaker reading of events a stronger rule already explained
+            claimed |= events
+            roots.append(self.diagnose_cause(ms, facts))
         symptoms = [self.diagnose_cause(ms, facts) for ms in self.symptoms.values()]
         symptoms.sort(key=lambda d: d.evidence[0].line if d.evidence else 0)
         if roots:
@@ -252,11 +259,9 @@ class Ranker:
         )
         return [unknown] + symptoms
 
-    def _order(self, d: Diagnosis):
-        rule = self.rules.get(d.rule) if d.rule else None
-        prio = rule.spec.priority if rule else 0
-        first = d.evidence[0].line if d.evidence else 0
-        return (-prio, -d.confidence, first)
+    def _order_matches(self, ms: list[Match]):
+        best = self._best(ms)
+        return (-best.priority, -best.confidence, best.event.first_line)
 
 
 def _replace(d: Diagnosis, **kw) -> Diagnosis:

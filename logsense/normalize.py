@@ -63,14 +63,16 @@ def _journal_time(ts: str) -> str | None:
     try:
         if ts[0] == "[":
             return None  # monotonic seconds: not a wall clock
-        if ts[:3] in _MONTHS and ts[3] == " " and ts[4] != "2":
+        full = ts[4:8].isdigit() and ts[8:9] == "-"  # short-full: "Thu 2026-01-01 00:00:00 UTC"
+        if ts[:3] in _MONTHS and ts[3] == " " and not full:
             # short: no year; the year only matters across New Year, so a fixed one keeps order.
             mon, day, clock = ts[:3], ts[4:6].strip(), ts[7:]
             return f"2000-{_MONTHS[mon]:02d}-{int(day):02d} {clock}"
-        if ts[:3] in _MONTHS or ts[:3] in ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"):
-            return ts.split(" ", 1)[1].rsplit(" ", 1)[0]  # short-full: "Thu 2026-01-01 00:00:00 UTC"
+        if full:
+            return ts.split(" ", 1)[1].rsplit(" ", 1)[0]
         if "T" in ts[:11]:
-            return ts[:19].replace("T", " ") + (ts[19:26] if ts[19:20] in ".," else "")
+            frac = re.match(r"[.,]\d+", ts[19:])
+            return ts[:19].replace("T", " ") + (frac.group(0)[:7].replace(",", ".") if frac else "")
         return datetime.fromtimestamp(float(ts), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
     except (ValueError, KeyError, IndexError, OverflowError):
         return None

@@ -178,7 +178,7 @@ def test_unreadable_input_exits_2(work):
     r = run("c")
     assert r.exit_code == 2
     assert [p.kind for p in r.problems] == ["unreadable"]
-    assert "compressed data is truncated or corrupt" in r.problems[0].message
+    assert "Compressed file ended" in r.problems[0].message
     r = run("missing.log")
     assert (r.exit_code, messages(r)) == (2, ["missing.log:1: no such file or directory"])
 
@@ -250,7 +250,8 @@ def test_failing_examples_and_too_few_examples(work):
     path = write_pack(work / "pack", leaky)
     msgs = messages(run("pack"))
     assert f"pack/pack.yaml:{line_of(path, 'something else')}: rule 'leaky': examples.match[1]: did not fire" in msgs
-    assert (f"pack/pack.yaml:{line_of(path, 'named ' + chr(39) + 'y')}: rule 'leaky': examples.no_match[0]: "
+    y_line = line_of(path, "''y''")
+    assert (f"pack/pack.yaml:{y_line}: rule 'leaky': examples.no_match[0]: "
             "fired on a no_match example") in msgs
     assert (f"pack/pack.yaml:{line_of(path, 'id: leaky')}: rule 'leaky': examples.no_match: has 1 no_match "
             "example(s); at least 2 are required") in msgs

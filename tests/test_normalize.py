@@ -71,3 +71,17 @@ def test_json_message_forms(message):
 def test_invalid_utf8_and_controls():
     (rec,) = Normalizer().feed(1, "bad \ufffd byte \x00\x07 here \x1b]0;title\x07!")
     assert "\x00" not in rec.message and "\x1b" not in rec.message and rec.message.endswith("here !")
+
+
+@pytest.mark.parametrize(
+    ("line", "time"),
+    [
+        ("Nov 20 11:05:02 gpu python3[1]: x", "2000-11-20 11:05:02"),
+        ("Jan  2 03:04:05.123456 gpu python3[1]: x", "2000-01-02 03:04:05.123456"),
+        ("Thu 2026-01-01 00:00:00 UTC gpu python3[1]: x", "2026-01-01 00:00:00"),
+        ("2026-01-01T00:00:00.5+0000 gpu python3[1]: x", "2026-01-01 00:00:00.5"),
+    ],
+)
+def test_journal_times(line, time):
+    (rec,) = Normalizer().feed(1, line)
+    assert rec.time == time

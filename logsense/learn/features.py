@@ -182,7 +182,7 @@ _WORD = re.compile(r"(?u)\b\w\w+\b")
 def words(text: str) -> list[str]:
     """Word unigrams and bigrams, lower-cased (meta tokens such as `zzready` included)."""
     toks = _WORD.findall(text.lower())
-    return toks + [a + " " + b for a, b in zip(toks, toks[1:])]
+    return toks + [a + " " + b for a, b in zip(toks, toks[1:], strict=False)]
 
 
 def chars(text: str, lo: int = 3, hi: int = 5) -> list[str]:

@@ -19,11 +19,9 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
+from logsense.learn.decide import UNKNOWN, decide
 from logsense.learn.features import FEATURE_VERSION, Doc, chars, words
 from logsense.learn.linear import FORMAT, FORMAT_VERSION, softmax
-
-HEALTHY = "healthy"
-UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -123,7 +121,7 @@ def export(f: Fitted, texts: list[str], names: list[str], y: list[str], cfg: Con
         W = word.transform(texts).tocsr()
         for i in range(W.shape[0]):
             row = W.getrow(i)
-            pairs = sorted(zip(row.indices.tolist(), row.data.tolist()), key=lambda p: -p[1])[: cfg.nearest_terms]
+            pairs = sorted(zip(row.indices.tolist(), row.data.tolist(), strict=False), key=lambda p: -p[1])[: cfg.nearest_terms]
             norm = math.sqrt(sum(w * w for _, w in pairs)) or 1.0
             incidents.append({"name": names[i], "cause": y[i], "norm": _r(norm),
                               "terms": [[int(j), _r(w)] for j, w in sorted(pairs)]})
@@ -143,28 +141,6 @@ def export(f: Fitted, texts: list[str], names: list[str], y: list[str], cfg: Con
 
 def _r(x: float) -> float:
     return float(f"{float(x):.6g}")
-
-
-# --- deciding: the same rule in evaluation and in the pipeline hook ---
-
-
-def decide(probs: dict[str, float] | list[tuple[str, float]], doc: Doc, threshold: float) -> tuple[str, float, str]:
-    """(verdict, p, best guess): verdict is a cause, 'healthy' (no root diagnosis) or 'unknown' (unsure).
-
-    A log that reached ready with no error after it is healthy whatever the model says.
-    """
-    items = sorted(probs.items() if isinstance(probs, dict) else probs, key=lambda cp: (-cp[1], cp[0]))
-    if doc.ready and not doc.errors_after_ready:
-        return HEALTHY, 1.0, HEALTHY
-    top, p = items[0]
-    best = next(((c, q) for c, q in items if c != HEALTHY), (UNKNOWN, 0.0))
-    if top == HEALTHY:
-        if p >= threshold or not doc.failure_signs:
-            return HEALTHY, p, best[0]
-        return UNKNOWN, best[1], best[0]
-    if p >= threshold:
-        return top, p, top
-    return UNKNOWN, p, top
 
 
 # --- evaluation ---
@@ -204,10 +180,10 @@ def summarize(y: list[str], pred: list[str]) -> dict[str, Any]:
     p, r, f, s = precision_recall_fscore_support(y, pred, labels=labels, zero_division=0)
     per = {c: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]), "support": int(s[i])}
            for i, c in enumerate(labels)}
-    answered = [(a, b) for a, b in zip(y, pred) if b != UNKNOWN]
+    answered = [(a, b) for a, b in zip(y, pred, strict=False) if b != UNKNOWN]
     return {
         "n": len(y),
-        "top1": sum(a == b for a, b in zip(y, pred)) / len(y),
+        "top1": sum(a == b for a, b in zip(y, pred, strict=False)) / len(y),
         "macro_f1": float(f1_score(y, pred, labels=labels, average="macro", zero_division=0)),
         "coverage": len(answered) / len(y),
         "precision_when_answered": (sum(a == b for a, b in answered) / len(answered)) if answered else 0.0,
@@ -262,7 +238,7 @@ def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list
         raw_p.append(softmax(list(z_all[i]), 1.0))
     pred_model, p_model = [], []
     for i in range(n):
-        verdict, p, _ = decide(dict(zip(classes_all, probs_model[i])), docs[i], cfg.threshold)
+        verdict, p, _ = decide(dict(zip(classes_all, probs_model[i], strict=False)), docs[i], cfg.threshold)
         pred_model.append(verdict)
         p_model.append(p)
     temperature = fit_temperature(z_all, y_fit)
@@ -301,7 +277,7 @@ def _ece(probs: list[list[float]], y_idx: np.ndarray, bins: int = 10) -> float:
     hit = np.array([int(np.argmax(p)) == y_idx[i] for i, p in enumerate(probs)], dtype=float)
     edges = np.linspace(0, 1, bins + 1)
     ece = 0.0
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in zip(edges[:-1], edges[1:], strict=False):
         m = (conf > lo) & (conf <= hi)
         if m.any():
             ece += m.mean() * abs(hit[m].mean() - conf[m].mean())
@@ -316,7 +292,7 @@ def confusion(y: list[str], pred: list[str]) -> tuple[list[str], list[list[int]]
     labels = sorted(set(y) | set(pred))
     at = {c: i for i, c in enumerate(labels)}
     m = [[0] * len(labels) for _ in labels]
-    for a, b in zip(y, pred):
+    for a, b in zip(y, pred, strict=False):
         m[at[a]][at[b]] += 1
     return labels, m
 

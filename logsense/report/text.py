@@ -43,6 +43,29 @@ def phase_summary(report: Report) -> Text:
     return t
 
 
+MAX_EVIDENCE_CHARS = 220
+
+
+def _ranks(ranks: tuple[str, ...]) -> str:
+    if len(ranks) <= 3:
+        return ", ".join(ranks)
+    return f"{len(ranks)} ranks ({ranks[0]} … {ranks[-1]})"
+
+
+def _short(text: str, limit: int = MAX_EVIDENCE_CHARS) -> str:
+    text = clean(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_brief(console: Console, d: Diagnosis, label: str) -> None:
+    """One line for a secondary cause or a symptom."""
+    t = Text(f"  {label} ", style="dim")
+    t.append(clean(d.title))
+    where = f"line {d.evidence[0].line}" if d.evidence else ""
+    t.append(f"  ({', '.join(x for x in (where, d.rule or '', _ranks(d.ranks)) if x)})", style="dim")
+    console.print(t)
+
+
 def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
     head = Text()
     if d.root and d.cause == "unknown":
@@ -63,7 +86,7 @@ def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
         if d.origin.value == "classifier":
             meta.append("  from the learned classifier", style="dim")
     if d.ranks:
-        meta.append(f"   ranks: {', '.join(d.ranks)}", style="dim")
+        meta.append(f"   ranks: {_ranks(d.ranks)}", style="dim")
     if d.occurrences > 1:
         meta.append(f"   ×{d.occurrences}", style="dim")
     if d.rule:
@@ -73,7 +96,7 @@ def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
         console.print(Text("  " + clean(d.explanation), style="italic"))
     for e in d.evidence[: 6 if principal else 2]:
         line = Text(f"  {e.line:>6} │ ", style="dim")
-        line.append(clean(e.text))
+        line.append(_short(e.text))
         console.print(line)
     if d.fixes:
         console.print(Text("  fix:", style="bold green"))
@@ -101,14 +124,15 @@ def render(report: Report, console: Console, problems: list | None = None) -> No
             console.print(Text("✓ the server became ready; no failure found", style="green"))
         else:
             console.print(Text("no failure found (the log ends before the server is ready)", style="yellow"))
-    for i, d in enumerate(roots):
-        if i == 1:
-            console.print(Text("also matched:", style="dim"))
-        render_diagnosis(console, d, principal=(i == 0))
-    if symptoms and roots:
-        console.print(Text(f"  explains {len(symptoms)} symptom(s):", style="dim"))
+    if roots:
+        render_diagnosis(console, roots[0], principal=True)
+    for d in roots[1:]:
+        render_brief(console, d, f"also: [{d.cause}] sure {sureness(d.confidence)} —")
+    if symptoms:
+        console.print(Text(f"  {'explains these' if roots and roots[0].cause != 'unknown' else 'seen'} "
+                           f"symptom(s):", style="dim"))
     for d in symptoms:
-        render_diagnosis(console, d, principal=False)
+        render_brief(console, d, "·")
     console.print(phase_summary(report))
     for p in problems or []:
         console.print(Text(f"warning: rule {p.rule} at line {p.line}: {p.reason}", style="yellow"))

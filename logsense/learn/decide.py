@@ -1,0 +1,28 @@
+"""From the model's probabilities to a verdict: the same rule in evaluation and in the pipeline hook."""
+
+from __future__ import annotations
+
+from logsense.learn.features import Doc
+
+HEALTHY = "healthy"
+UNKNOWN = "unknown"
+
+
+
+def decide(probs: dict[str, float] | list[tuple[str, float]], doc: Doc, threshold: float) -> tuple[str, float, str]:
+    """(verdict, p, best guess): verdict is a cause, 'healthy' (no root diagnosis) or 'unknown' (unsure).
+
+    A log that reached ready with no error after it is healthy whatever the model says.
+    """
+    items = sorted(probs.items() if isinstance(probs, dict) else probs, key=lambda cp: (-cp[1], cp[0]))
+    if doc.ready and not doc.errors_after_ready:
+        return HEALTHY, 1.0, HEALTHY
+    top, p = items[0]
+    best = next(((c, q) for c, q in items if c != HEALTHY), (UNKNOWN, 0.0))
+    if top == HEALTHY:
+        if p >= threshold or not doc.failure_signs:
+            return HEALTHY, p, best[0]
+        return UNKNOWN, best[1], best[0]
+    if p >= threshold:
+        return top, p, top
+    return UNKNOWN, p, top

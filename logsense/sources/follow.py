@@ -1,0 +1,304 @@
+"""Following a log file like `tail -F`: rename rotation, copytruncate, a file that appears later.
+
+`FileFollower.read(timeout)` returns the complete lines written since the last call, as
+(line number, text). A partial last line is held until its newline arrives, or handed out
+on its own after `partial_timeout` seconds without new bytes. After a rename rotation the
+old file stays open for `grace` seconds and is read to its end, so lines that a writer
+puts into it before reopening are not lost; a truncated file is read again from its start.
+`position()` is what a restarted follower needs to go on without repeating or missing a line.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+
+from logsense.errors import SourceError
+
+POLL = 0.02  # seconds between looks at an idle file: the floor of the delay a new line sees
+READ_CAP = 4 << 20  # bytes taken from one file per look, so a huge backlog does not stall the caller
+MAX_LINE_BYTES = 1 << 20  # a longer line is cut here (as for recorded logs)
+SCAN_BLOCK = 1 << 20
+
+
+@dataclass
+class _Open:
+    fd: int
+    ident: tuple[int, int]  # (st_dev, st_ino)
+    offset: int = 0  # bytes read from this file (pending included)
+    pending: bytearray = field(default_factory=bytearray)
+    pending_since: float = 0.0
+    last_data: float = 0.0
+
+
+class FileFollower:
+    """Follows one path; survives rotation by rename and by copytruncate, and a path that is not there yet."""
+
+    def __init__(
+        self,
+        path: str,
+        offset: int | None = 0,
+        line: int = 0,
+        ident: tuple[int, int] | None = None,
+        follow: bool = True,
+        partial_timeout: float = 1.0,
+        grace: float = 2.0,
+    ) -> None:
+        """offset None starts at the end of the file; ident (dev, inode) names the file the offset is in."""
+        self.path = os.path.abspath(path)
+        self.follow = follow
+        self.partial_timeout = partial_timeout
+        self.grace = grace
+        self.line = line
+        self.notices: list[str] = []  # what happened to the file (rotated, truncated, appeared), for --verbose
+        self._cur: _Open | None = None
+        self._old: list[_Open] = []
+        self._eof = False
+        self._open_first(offset, ident)
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _open_first(self, offset: int | None, ident: tuple[int, int] | None) -> None:
+        st = _stat(self.path)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise SourceError(f"{self.path}: is a directory")
+        if ident is not None and (st is None or (st.st_dev, st.st_ino) != ident):
+            # the file was rotated since the offset was taken: finish the old one first, if it is still there
+            old = _find_ident(os.path.dirname(self.path), ident)
+            if old is not None:
+                self._cur = self._open(old, offset or 0)
+                self.notices.append(f"{old}: reading the rest of the rotated file first")
+                return
+            self.notices.append(f"{self.path}: the file of the saved position is gone; reading from its start")
+            offset = 0
+        if st is None:
+            if not self.follow:
+                raise SourceError(f"{self.path}: no such file")
+            self.notices.append(f"{self.path}: does not exist yet; waiting for it")
+            return
+        if offset is None:
+            offset = st.st_size
+        elif offset > st.st_size:
+            self.notices.append(f"{self.path}: shorter than the saved position (truncated); reading from its start")
+            offset = 0
+        self._cur = self._open(self.path, offset)
+
+    def _open(self, path: str, offset: int) -> _Open:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            raise SourceError(f"{path}: no such file") from None
+        except PermissionError:
+            raise SourceError(f"{path}: permission denied") from None
+        except OSError as e:
+            raise SourceError(f"{path}: cannot open: {e.strerror or e}") from None
+        st = os.fstat(fd)
+        if offset:
+            os.lseek(fd, offset, os.SEEK_SET)
+        now = time.monotonic()
+        return _Open(fd, (st.st_dev, st.st_ino), offset, last_data=now)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def at_end(self) -> bool:
+        """True when the last look found nothing new and no partial line is held (for --no-follow)."""
+        return self._eof and not self._old and (self._cur is None or not self._cur.pending)
+
+    def read(self, timeout: float = 0.0) -> list[tuple[int, str]]:
+        """The complete lines that are there now; when there are none, wait up to `timeout` seconds for some."""
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self._look()
+            if out or not self.follow:
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return out
+            time.sleep(min(POLL, left))
+
+    def _look(self) -> list[tuple[int, str]]:
+        now = time.monotonic()
+        out: list[tuple[int, str]] = []
+        for old in list(self._old):
+            got = self._drain(old, out, now)
+            if not got and now - old.last_data >= self.grace:
+                self._flush_partial(old, out)
+                os.close(old.fd)
+                self._old.remove(old)
+        if self._cur is None:
+            if _stat(self.path) is not None:
+                self._cur = self._open(self.path, 0)
+                self.notices.append(f"{self.path}: appeared")
+        got = False
+        if self._cur is not None:
+            cur = self._cur
+            size = os.fstat(cur.fd).st_size
+            if size < cur.offset:
+                # copytruncate (or `> file`): whatever is in it now was written after the truncation
+                self.notices.append(f"{self.path}: truncated; reading from its start")
+                self._flush_partial(cur, out)
+                os.lseek(cur.fd, 0, os.SEEK_SET)
+                cur.offset = 0
+            got = self._drain(cur, out, now)
+            if not got:
+                st = _stat(self.path)
+                if st is not None and (st.st_dev, st.st_ino) != cur.ident:
+                    # renamed away and a new file is in its place: keep reading the old one for a while
+                    self.notices.append(f"{self.path}: rotated; following the new file")
+                    self._old.append(cur)
+                    self._cur = self._open(self.path, 0)
+                    got = self._drain(self._cur, out, now)
+                elif cur.pending and now - cur.pending_since >= self.partial_timeout:
+                    self._flush_partial(cur, out)
+        self._eof = not got
+        if not self.follow and self._eof:
+            for f in [*self._old, *([self._cur] if self._cur else [])]:
+                self._flush_partial(f, out)
+        return out
+
+    def _drain(self, f: _Open, out: list[tuple[int, str]], now: float) -> bool:
+        """Read what is new in one file; True when there were bytes."""
+        try:
+            data = os.read(f.fd, READ_CAP)
+        except OSError as e:
+            raise SourceError(f"{self.path}: cannot read: {e.strerror or e}") from None
+        if not data:
+            return False
+        f.offset += len(data)
+        f.last_data = now
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                rest = data[start:]
+                if rest:
+                    if not f.pending:
+                        f.pending_since = now
+                    room = MAX_LINE_BYTES - len(f.pending)
+                    if room > 0:
+                        f.pending += rest[:room]
+                    f.pending_since = now
+                break
+            chunk = data[start:nl]
+            if f.pending:
+                room = MAX_LINE_BYTES - len(f.pending)
+                f.pending += chunk[: max(room, 0)]
+                chunk = bytes(f.pending)
+                f.pending.clear()
+            elif len(chunk) > MAX_LINE_BYTES:
+                chunk = chunk[:MAX_LINE_BYTES]
+            self.line += 1
+            out.append((self.line, chunk.decode("utf-8", "replace")))
+            start = nl + 1
+        return True
+
+    def _flush_partial(self, f: _Open, out: list[tuple[int, str]]) -> None:
+        if f.pending:
+            self.line += 1
+            out.append((self.line, bytes(f.pending).decode("utf-8", "replace")))
+            f.pending.clear()
+
+    # -- position ----------------------------------------------------------------------------
+
+    def position(self) -> dict:
+        """Where the lines handed out so far end: file identity, byte offset and line count."""
+        f = self._cur
+        if f is None:
+            return {"path": self.path, "dev": None, "ino": None, "offset": 0, "line": self.line}
+        return {
+            "path": self.path,
+            "dev": f.ident[0],
+            "ino": f.ident[1],
+            "offset": f.offset - len(f.pending),
+            "line": self.line - sum(1 for o in self._old if o.pending) * 0,
+        }
+
+    def close(self) -> None:
+        for f in [*self._old, *([self._cur] if self._cur else [])]:
+            try:
+                os.close(f.fd)
+            except OSError:
+                pass
+        self._old.clear()
+        self._cur = None
+
+
+def last_line_offset(path: str, literals: list[bytes], accept, limit: int = 256 << 20) -> int | None:
+    """The byte offset of the last line holding one of `literals` for which accept(text) is true.
+
+    Reads the file backwards in blocks (at most `limit` bytes), so the latest startup in a big
+    log is found without reading the whole file. None when there is no such line.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        end = os.fstat(fd).st_size
+        lo_limit = max(0, end - limit)
+        pos = end
+        carry = b""  # the start of the line that straddles the block boundary above
+        while pos > lo_limit:
+            start = max(lo_limit, pos - SCAN_BLOCK)
+            block = os.pread(fd, pos - start, start) + carry
+            # only whole lines: the first (partial) line of the block is carried to the next block
+            cut = block.find(b"\n") + 1 if start > lo_limit else 0
+            if cut == 0 and start > lo_limit:
+                carry = block
+                pos = start
+                continue
+            body = block[cut:]
+            hit = _last_hit(body, literals, accept)
+            if hit is not None:
+                return start + cut + hit
+            carry = block[:cut]
+            pos = start
+        return None
+    finally:
+        os.close(fd)
+
+
+def _last_hit(body: bytes, literals: list[bytes], accept) -> int | None:
+    best = None
+    for lit in literals:
+        i = body.rfind(lit)
+        while i >= 0:
+            ls = body.rfind(b"\n", 0, i) + 1
+            if best is not None and ls <= best:
+                break
+            le = body.find(b"\n", i)
+            text = body[ls : le if le >= 0 else len(body)].decode("utf-8", "replace")
+            if accept(text):
+                best = ls
+                break
+            i = body.rfind(lit, 0, ls)
+    return best
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except PermissionError:
+        raise SourceError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise SourceError(f"{path}: cannot stat: {e.strerror or e}") from None
+
+
+def _find_ident(directory: str, ident: tuple[int, int]) -> str | None:
+    try:
+        with os.scandir(directory or ".") as it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) == ident and stat.S_ISREG(st.st_mode):
+                    return e.path
+    except OSError:
+        return None
+    return None
