@@ -244,11 +244,11 @@ def main() -> None:
 
 
 def _click_errors(e: Exception) -> int | None:
-    import click
-
-    if isinstance(e, click.exceptions.Abort):
+    # typer carries its own copy of click in newer releases: recognise its errors by shape
+    names = {c.__name__ for c in type(e).__mro__}
+    if "Abort" in names:
         return 130
-    if isinstance(e, click.ClickException):
+    if "ClickException" in names and hasattr(e, "show"):
         e.show()
         return 2
     return None

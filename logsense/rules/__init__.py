@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -11,6 +14,10 @@ from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import CompiledRule, compile_rule
 from logsense.rules.loader import load_pack
 from logsense.rules.phases import PhaseSpec, load_phases
+
+
+# Part of every digest: a new logsense (or regex module) checks each pack again.
+_COMPILER_VERSION = b"logsense-rules-1"
 
 
 def bundled_rules_dir() -> Path:
@@ -45,6 +52,35 @@ class RuleSet:
         return LiteralIndex(entries, always)
 
 
+def _cache_file() -> Path | None:
+    if os.environ.get("LOGSENSE_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "logsense" / "validated-packs.json"
+
+
+def _validated() -> set[str]:
+    """Digests of pack files whose patterns all compiled before: their check can be skipped."""
+    f = _cache_file()
+    try:
+        return set(json.loads(f.read_text())) if f else set()
+    except (OSError, ValueError, TypeError):
+        return set()
+
+
+def _remember(digests: set[str]) -> None:
+    f = _cache_file()
+    if f is None:
+        return
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(sorted(digests)[-500:]))
+        tmp.replace(f)
+    except OSError:
+        pass  # a read-only home only costs the check next time
+
+
 def pack_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
@@ -67,6 +103,8 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
     seen: dict[str, str] = {}
     sources = []
     phases: list[PhaseSpec] | None = None
+    known = _validated()
+    digests: set[str] = set()
     for root in roots:
         if not root.exists():
             errors.append(RuleError(str(root), None, "no such rule file or directory"))
@@ -80,8 +118,14 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
         for path in pack_files(root):
             display = _display(path)
             sources.append(display)
+            try:
+                digest = hashlib.sha1(path.read_bytes() + _COMPILER_VERSION).hexdigest()
+            except OSError:
+                digest = ""
             specs, errs = load_pack(path, display)
             errors.extend(errs)
+            if not errs:
+                digests.add(digest)
             for spec in specs:
                 if spec.id in seen:
                     errors.append(RuleError(display, spec.line, f"duplicate rule id (also in {seen[spec.id]})",
@@ -89,12 +133,15 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
                     continue
                 seen[spec.id] = display
                 try:
-                    rules.append(compile_rule(spec))
+                    rules.append(compile_rule(spec, validate=digest not in known))
                 except RuleError as e:
                     errors.append(e)
+                    digests.discard(digest)
     if phases is None:
         bundled = bundled_rules_dir() / "phases.yaml"
         phases = load_phases(bundled, _display(bundled)) if bundled.is_file() else []
     if errors and strict:
         raise RuleErrors(errors)
+    if digests - known:
+        _remember(known | digests)
     return RuleSet(rules, phases, sources)

@@ -264,9 +264,10 @@ class CompiledRule:
 
 def compile_pattern(spec: PatternSpec, path: str, rule: str, validate: bool = True) -> Pattern:
     """Check the pattern (stdlib `re` parses the common syntax fast) and find its literals."""
+    rx = None
     try:
-        _re.compile(spec.text)
-        rx = None
+        if validate:
+            _re.compile(spec.text)
     except _re.error:
         # `regex` accepts more than `re` (possessive quantifiers, \p{..}): only its verdict counts
         try:
@@ -278,9 +279,9 @@ def compile_pattern(spec: PatternSpec, path: str, rule: str, validate: bool = Tr
     return Pattern(spec, lits, icase, rx)
 
 
-def compile_rule(spec: RuleSpec) -> CompiledRule:
+def compile_rule(spec: RuleSpec, validate: bool = True) -> CompiledRule:
     def comp(ps: tuple[PatternSpec, ...]) -> tuple[Pattern, ...]:
-        return tuple(compile_pattern(p, spec.path, spec.id) for p in ps)
+        return tuple(compile_pattern(p, spec.path, spec.id, validate) for p in ps)
 
     return CompiledRule(spec, comp(spec.any), comp(spec.all), comp(spec.not_))
 
