@@ -15,7 +15,6 @@ from logsense.rules.compile import CompiledRule, compile_rule
 from logsense.rules.loader import load_pack
 from logsense.rules.phases import PhaseSpec, load_phases
 
-
 # Part of every digest: a new logsense (or regex module) checks each pack again.
 _COMPILER_VERSION = b"logsense-rules-1"
 
