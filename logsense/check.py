@@ -6,8 +6,8 @@
 What is checked:
 
 - each incident log against its label file (`X.log` / `X.log.gz` beside `X.label.yaml`):
-  the principal root cause, the fix it must suggest (`fix_any`) and the phase; a healthy
-  incident must reach ready with no root cause;
+  the principal root cause, the fix it must suggest (`fix_any`) and, with `check_phase:
+  true`, the phase; a healthy incident must reach ready with no root cause;
 - each rule file: schema (the loader's file:line errors), every example, at least two
   examples of each kind;
 - across the pack: no root rule of a checked file fires on a healthy log of the corpus
@@ -48,6 +48,7 @@ class Problem:
     line: int | None
     message: str
     kind: str = "problem"  # incident | label | rule | example | false-alarm | conflict | unreadable
+    rule: str | None = None  # the rule at fault, when there is one
 
     def render(self) -> str:
         return f"{self.path}:{self.line or 1}: {self.message}"
@@ -66,7 +67,7 @@ class Label:
     cause: str
     fix_any: tuple[str, ...] = ()
     phase: str | None = None
-    check_phase: bool = True
+    check_phase: bool = False  # compare `phase` too (an excerpt may lack the markers that place it)
     lines: dict[str, int] = field(default_factory=dict)  # field -> line in the label file
 
 
@@ -268,7 +269,7 @@ def _rule_problem(e: RuleError) -> Problem:
     if e.field:
         parts.append(e.field)
     parts.append(e.reason)
-    return Problem(e.path, e.line, ": ".join(parts), "rule")
+    return Problem(e.path, e.line, ": ".join(parts), "rule", e.rule)
 
 
 def load_ruleset(rule_roots: list[Path], only_rules: list[str] | None = None) -> tuple[RuleSet, list[Problem]]:
@@ -452,10 +453,10 @@ def read_label(path: Path) -> tuple[Label | None, list[Problem]]:
     origin = plain(fields["origin"]) if "origin" in fields else None
     if origin is not None and origin not in ORIGINS:
         bad("origin", f"must be one of: {', '.join(ORIGINS)}")
-    check_phase = plain(fields["check_phase"]) if "check_phase" in fields else True
+    check_phase = plain(fields["check_phase"]) if "check_phase" in fields else False
     if not isinstance(check_phase, bool):
         bad("check_phase", "must be true or false")
-        check_phase = True
+        check_phase = False
     if problems:
         return None, problems
     return Label(cause, tuple(fix_any), phase, check_phase, lines), []
@@ -527,13 +528,14 @@ def check_incident(inc: Incident, rs: RuleSet) -> tuple[list[Problem], Label | N
     if label is None:
         return problems, None
     try:
-        report, _ = analyze_path(str(inc.log), rs)
+        report, slow = analyze_path(str(inc.log), rs)
     except SourceError as e:
         return [Problem(shown, None, str(e).removeprefix(f"{inc.log}: "), "unreadable")], label
     except _READ_ERRORS as e:  # a corrupt gzip stream can fail before the reader's own checks
         return [Problem(shown, None, f"cannot read: {e}", "unreadable")], label
-    return [Problem(shown, line, f"{msg} ({display(inc.label)})", "incident")
-            for line, msg in compare(label, report)], label
+    problems = [Problem(shown, rp.line, f"rule '{rp.rule}': {rp.reason}", "rule", rp.rule) for rp in slow]
+    problems += [Problem(shown, line, f"{msg} ({display(inc.label)})", "incident") for line, msg in compare(label, report)]
+    return problems, label
 
 
 # ---------------------------------------------------------------- all of it
@@ -557,10 +559,13 @@ def check(
         if label is not None and label.cause == "healthy" and inc.log is not None:
             healthy.append(inc.log)
     checked = _rules_in(rs, pl.rule_files)
-    problems += check_rule_examples(rs, checked)
+    # a rule with schema errors is reported once, not again through its examples
+    broken = {(Path(p.path).resolve(), p.rule) for p in load_problems if p.rule}
+    sound = [r for r in checked if (Path(r.spec.path).resolve(), r.id) not in broken]
+    problems += check_rule_examples(rs, sound)
     problems += check_phase_files(pl.phase_files)
-    problems += check_false_alarms(rs, checked, healthy)
-    problems += check_conflicts(rs, checked)
+    problems += check_false_alarms(rs, sound, healthy)
+    problems += check_conflicts(rs, sound)
     problems = _dedupe(problems)
     problems.sort(key=lambda p: (p.path, p.line or 0))
     return Result(problems, len(pl.incidents), len(checked))

@@ -89,11 +89,18 @@ def tail(
 @app.command()
 def check(
     paths: Annotated[Optional[list[str]], typer.Argument(help="Incident logs, label files, rule packs or dirs of them.")] = None,
-    rules: RulesOpt = None,
+    rules: Annotated[
+        Optional[list[str]],
+        typer.Option("--rules", help="A rule pack (dir/file) to check; loaded beside the bundled ones (repeatable)."),
+    ] = None,
     corpus: Annotated[Optional[list[str]], typer.Option("--corpus", help="A corpus dir of labelled incident logs.")] = None,
     only_rules: OnlyOpt = None,
 ) -> None:
-    """Prove the knowledge holds: incidents diagnosed as labelled, rule examples pass, no false alarms."""
+    """Prove the knowledge holds: incidents diagnosed as labelled, rule examples pass, no false alarms.
+
+    Prints one `path:line: message` line a problem, then a summary; exit 1 on any problem,
+    2 on unreadable input.
+    """
     from logsense.commands import check as cmd
 
     raise typer.Exit(cmd.main(paths or [], rules or [], corpus or [], only_rules))
@@ -153,14 +160,19 @@ def stats(
 @app.command()
 def diff(
     good: Annotated[str, typer.Argument(help="A startup log that worked.")],
-    bad: Annotated[str, typer.Argument(help="A startup log that failed.")],
+    bad: Annotated[str, typer.Argument(help="A startup log that failed ('-' reads stdin; <(command) works).")],
     fmt: FormatOpt = "text",
+    rules: RulesOpt = None,
+    only_rules: OnlyOpt = None,
 ) -> None:
-    """Where a good and a bad startup part ways: phases, new lines, differing facts, diagnoses."""
+    """Where a good and a bad startup part ways: phases, new lines, differing facts, diagnoses.
+
+    Exit 1 when the bad run failed or printed error-like lines the good one never did, else 0.
+    """
     _check_format(fmt, ("text", "json"))
     from logsense.commands import diff as cmd
 
-    raise typer.Exit(cmd.main(good, bad, fmt))
+    raise typer.Exit(cmd.main(good, bad, fmt, rules, only_rules))
 
 
 @rules_app.command("list")

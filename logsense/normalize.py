@@ -30,7 +30,7 @@ _JOURNAL_META = re.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs beg
 # `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ".
 _DOCKER = re.compile(
     r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?=\[\d{4}-|$|\S))"
-    r"|(?P<svc>[A-Za-z0-9][\w.-]*-\d+)\s+\| ?"
+    r"|(?P<svc>[A-Za-z0-9][\w.]*[-_][\w.-]*)\s+\| ?"
 )
 _SGLANG = re.compile(
     r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?)"

@@ -28,7 +28,8 @@ class Pipeline:
         self.lines = 0
         self._restarts = 0
         self.classifier = None  # set by callers that want a second opinion when no rule knows
-        self.digest = None  # what the classifier reads of the events; kept only while one is set
+        self.digest = None  # the classifier's digest of the events (learn.features.Digest), fed when set
+        self.observers: list = []  # called as observe(record, phase) for every record fed (diff, --baseline)
 
     def feed_line(self, line_no: int, raw: str) -> list[Update]:
         """Normalize one raw line and feed what it yields."""
@@ -46,15 +47,18 @@ class Pipeline:
             self._restarts = self.timeline.restarts
             self.ranker.clear()
             self.facts = Facts()
-            self.digest = None
         if entered:
             kind = UpdateKind.READY if self.timeline.ready and entered == "serving" else UpdateKind.PHASE
             if kind is UpdateKind.READY:
-                self.ranker.unmatched_errors.clear()  # errors the startup survived were not fatal
+                # errors and symptoms the startup survived were not fatal
+                self.ranker.unmatched_errors.clear()
+                self.ranker.symptoms.clear()
             out.append(Update(kind, phase=entered, line=rec.line, time=rec.time))
         if progress:
             out.append(Update(UpdateKind.PROGRESS, phase=self.timeline.current, progress=progress, line=rec.line))
         self.facts.feed(rec)
+        for observe in self.observers:
+            observe(rec, self.timeline.current)
         for event in self.framer.feed(rec, self.timeline.current):
             out.extend(self._event(event))
         return out
@@ -67,11 +71,7 @@ class Pipeline:
         return out
 
     def _event(self, event: Event) -> list[Update]:
-        if self.classifier is not None:
-            if self.digest is None:
-                from logsense.learn.features import Digest
-
-                self.digest = Digest()
+        if self.digest is not None:
             self.digest.add(event)
         matches = self.matcher.match(event)
         out = []

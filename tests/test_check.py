@@ -8,6 +8,7 @@ tests run the check on this project's own corpora/ and rules/.
 from __future__ import annotations
 
 import gzip
+import re
 import shutil
 import subprocess
 import sys
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import CORPORA, ROOT
-from logsense.check import Incident, check, label_for, logs_for, plan, read_label
+from conftest import ROOT
+from logsense.check import check, label_for, logs_for, plan, read_label
 from logsense.commands import check as check_cmd
 
 HEALTHY = """\
@@ -136,9 +137,9 @@ def test_healthy_must_reach_ready(work):
 
 def test_fix_and_phase_come_from_the_label(work):
     write_incident(work / "c", "fix", MODULE_MISSING, cause="python_module_missing", fix_any=["apt install"])
-    write_incident(work / "c", "phase", MODULE_MISSING, cause="python_module_missing", phase="warmup")
-    write_incident(work / "c", "optout", MODULE_MISSING, cause="python_module_missing", phase="warmup",
-                   check_phase=False)
+    write_incident(work / "c", "phase", MODULE_MISSING, cause="python_module_missing", phase="warmup",
+                   check_phase=True)
+    write_incident(work / "c", "informational", MODULE_MISSING, cause="python_module_missing", phase="warmup")
     msgs = messages(run("c"))
     assert len(msgs) == 2, msgs
     assert "c/fix.log:6: no suggested fix contains any of ['apt install'] (fixes: pip install widget_kernels)" in msgs[0]
@@ -239,6 +240,16 @@ def test_schema_errors_are_reported_with_file_and_line(work):
     [msg] = messages(r)
     line = line_of(path, "No module named ((")
     assert msg.startswith(f"pack/pack.yaml:{line}: rule 'bad-regex': match.any[0]: ")
+    assert r.exit_code == 1
+
+
+@pytest.mark.parametrize("case", sorted((ROOT / "tests" / "bad-rules").glob("*.yaml")), ids=lambda p: p.stem)
+def test_the_loaders_errors_become_problems_and_nothing_more(case, monkeypatch):
+    """The same file:line messages as the loader (without the column); a broken rule adds no example noise."""
+    monkeypatch.chdir(case.parent)
+    expected = {re.sub(r"^([^:]+:\d+):\d+:", r"\1:", ln) for ln in case.with_suffix(".err").read_text().splitlines()}
+    r = check([case.name], only_rules=[case.name])
+    assert set(messages(r)) == expected
     assert r.exit_code == 1
 
 
@@ -347,7 +358,3 @@ def test_project_corpora_and_rules_pass(monkeypatch):
     assert r.rules > 0
     assert not r.problems, "\n".join(messages(r) + [r.summary()])
 
-
-def test_every_project_incident_is_a_pair():
-    for inc in plan([str(CORPORA)]).incidents:
-        assert isinstance(inc, Incident) and inc.log is not None and inc.label is not None, inc

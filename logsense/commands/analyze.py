@@ -23,7 +23,13 @@ def analyze_path(path: str, rules: RuleSet, classifier=None) -> tuple[Report, li
     try:
         p = Pipeline(rules)
         p.classifier = classifier
-        if os.environ.get("LOGSENSE_SCAN") == "off":
+        for_input = getattr(classifier, "for_input", None)
+        if for_input is not None:
+            fp, p.classifier = for_input(path, fp)  # the model reads the whole log again, only if consulted
+        attach = getattr(p.classifier, "attach", None)
+        if attach is not None:
+            attach(p)  # a hook that watches every record (--baseline): every line must be fed
+        if attach is not None or os.environ.get("LOGSENSE_SCAN") == "off":
             for line_no, text in read_lines(fp, name):
                 p.feed_line(line_no, text)
         else:

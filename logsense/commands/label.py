@@ -21,7 +21,13 @@ def label_text(cause: str, fix_tokens: list[str], phase: str | None, source: str
     data["origin"] = origin
     if source:
         data["source"] = source
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+    out = []
+    for key, value in data.items():
+        if isinstance(value, list):  # a short list reads best on one line: fix_any: [a, b]
+            out.append(f"{key}: {yaml.safe_dump(value, default_flow_style=True, width=1000).strip()}\n")
+        else:
+            out.append(yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=1000))
+    return "".join(out)
 
 
 def _validate(cause: str, phase: str | None, origin: str) -> None:
@@ -81,7 +87,7 @@ def main(
     print(clean(f"analyze says: {describe(report)}"))
     if report.root is not None and report.root.fixes:
         print(clean("  fixes: " + "; ".join(f.value for f in report.root.fixes)))
-    for line, msg in compare(Label(cause, tuple(fix_tokens), phase), report):
+    for line, msg in compare(Label(cause, tuple(fix_tokens), phase, check_phase=True), report):
         where = f" (line {line})" if line else ""
         _warn(f"the label differs from what analyze says{where}: {msg}")
     sys.stdout.flush()

@@ -13,7 +13,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from logsense.commands.common import console
@@ -119,57 +118,48 @@ def render(ev, con, incidents, brief: bool = False) -> None:
     from logsense.learn.train import confusion
 
     origins = Counter(ev.origin)
-    con.print(Text(
+    _line(con,
         f"{len(ev.y)} logs ({', '.join(f'{k} {v}' for k, v in sorted(origins.items()))}), "
         f"{len(set(ev.y))} causes, {len(set(ev.groups))} incident groups; {ev.n_splits}-fold GroupKFold "
-        "(no group on both sides)", style="bold"))
-    t = Table(title="held-out incidents", title_justify="left")
-    for col in ("method", "subset", "n", "top-1", "macro-F1", "answered", "right when answered"):
-        t.add_column(col, justify="left" if col in ("method", "subset") else "right")
-    for m in METHODS:
+        "(no group on both sides)", "bold")
+    _line(con, "held out          subset        n  top-1  macro-F1  answered  right|answered", "bold")
+    rows = [(m, m) for m in METHODS] + [("model, argmax", None)]
+    for label, m in rows:
         for subset in (None, "recorded", "constructed"):
-            s = ev.metrics(m, subset)
-            if not s.get("n"):
+            s = ev.metrics(m or "model", subset, thresholded=m is not None)
+            if not s.get("n") or (m is None and subset):
                 continue
-            t.add_row(m, subset or "all", str(s["n"]), _f(s["top1"]), _f(s["macro_f1"]), _f(s["coverage"]),
-                      _f(s["precision_when_answered"]))
-    raw = ev.metrics("model", thresholded=False)
-    t.add_row("model, no threshold", "all", str(raw["n"]), _f(raw["top1"]), _f(raw["macro_f1"]), "1.00",
-              _f(raw["top1"]))
-    con.print(t)
+            _line(con, f"{label:<18}{subset or 'all':<12}{s['n']:>4}  {s['top1']:5.2f}  {s['macro_f1']:8.2f}  "
+                       f"{s['coverage']:8.2f}  {s['precision_when_answered']:14.2f}")
     c = ev.calibration
-    con.print(Text(f"calibration (held out): temperature {ev.temperature}; expected calibration error "
+    _line(con, f"calibration (held out): temperature {ev.temperature}; expected calibration error "
                    f"{c['ece_raw']:.3f} -> {c['ece_calibrated']:.3f}, log loss {c['nll_raw']:.3f} -> "
                    f"{c['nll_calibrated']:.3f} ({c['held_out_with_unseen_cause']} held-out logs had a cause "
-                   "no training fold had)", style="dim"))
+                   "no training fold had)", "dim")
     if brief:
         return
     per = {m: ev.metrics(m)["per_cause"] for m in METHODS}
-    t = Table(title="per cause (held out)", title_justify="left")
-    for col in ("cause", "logs", "groups", "model P", "model R", "nearest-nb R", "majority R"):
-        t.add_column(col, justify="left" if col == "cause" else "right")
     groups_of: dict[str, set[str]] = {}
     for y, g in zip(ev.y, ev.groups, strict=True):
         groups_of.setdefault(y, set()).add(g)
+    width = max(len(c) for c in per["model"]) + 2
+    _line(con, "")
+    _line(con, f"{'per cause (held out)':<{width}}logs groups  model P  model R  keyword-NN R  majority R", "bold")
     for cause in sorted(per["model"]):
         pm = per["model"][cause]
-        t.add_row(cause, str(pm["support"]), str(len(groups_of[cause])), _f(pm["precision"]), _f(pm["recall"]),
-                  _f(per["nearest-neighbour"][cause]["recall"]), _f(per["majority"][cause]["recall"]))
-    con.print(t)
+        _line(con, f"{cause:<{width}}{pm['support']:>4} {len(groups_of[cause]):>6}  {pm['precision']:7.2f}  "
+                   f"{pm['recall']:7.2f}  {per['nearest-neighbour'][cause]['recall']:12.2f}  "
+                   f"{per['majority'][cause]['recall']:10.2f}")
+    _line(con, "")
     labels, matrix = confusion(ev.y, ev.preds["model"])
-    t = Table(title="confusion matrix (model; rows: label, columns: verdict)", title_justify="left")
-    t.add_column("label \\ verdict")
-    short = [_abbrev(x) for x in labels]
-    for s in short:
-        t.add_column(s, justify="right")
-    for lab, row in zip(labels, matrix, strict=True):
-        if sum(row):
-            t.add_row(lab, *[str(v) if v else "." for v in row])
-    con.print(t)
-    con.print(Text("columns: " + ", ".join(f"{s}={lab}" for s, lab in zip(short, labels, strict=True)),
-                   style="dim"))
+    _line(con, "confusion matrix (model, held out; rows: label, columns: verdict, numbered as the rows)", "bold")
+    width = max(len(x) for x in labels) + 4
+    head = " " * width + "".join(f"{i + 1:>3}" for i in range(len(labels)))
+    _line(con, head, "dim")
+    for i, (lab, row) in enumerate(zip(labels, matrix, strict=True)):
+        cells = "".join(f"{v:>3}" if v else "  ." for v in row)
+        _line(con, f"{i + 1:>2} {lab:<{width - 3}}" + cells, None if sum(row) else "dim")
 
 
-def _abbrev(cause: str) -> str:
-    parts = cause.split("_")
-    return "".join(p[0] for p in parts) if len(parts) > 1 else cause[:4]
+def _line(con, text: str, style: str | None = None) -> None:
+    con.print(Text(text, style=style or ""), soft_wrap=True)

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from logsense.errors import UsageError
-from logsense.learn.features import FEATURE_VERSION, Doc, doc_of_pipeline
+from logsense.learn.features import FEATURE_VERSION, Doc, doc_of_file
 
 LABEL_SUFFIX = ".label.yaml"
 
@@ -135,35 +135,11 @@ def corpus_hash(incidents: list[Incident]) -> str:
     return h.hexdigest()
 
 
-def doc_of_lines(lines: Iterable[tuple[int, str]], rules=None) -> Doc:
-    """Run the Pipeline (normalizer, framer, timeline; no rules needed) and return its document."""
-    from logsense.pipeline import Pipeline
-
-    rules = rules if rules is not None else _phase_only_rules()
-    p = Pipeline(rules)
-    p.classifier = _collect_only
-    for line_no, text in lines:
-        p.feed_line(line_no, text)
-    p.flush()
-    return doc_of_pipeline(p)
-
-
-def doc_of_file(path: str | Path, rules=None) -> Doc:
-    from logsense.sources.recorded import open_recorded, read_lines
-
-    fp, name = open_recorded(str(path))
-    try:
-        return doc_of_lines(read_lines(fp, name), rules)
-    finally:
-        fp.close()
-
-
 def documents(incidents: list[Incident], jobs: int = 1) -> list[Doc]:
     """The document of every incident, in order (a process pool when jobs > 1)."""
     paths = [str(i.log) for i in incidents]
     if jobs <= 1 or len(paths) < 8:
-        rules = _phase_only_rules()
-        return [doc_of_file(p, rules) for p in paths]
+        return [doc_of_file(p) for p in paths]
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs) as ex:
@@ -172,21 +148,3 @@ def documents(incidents: list[Incident], jobs: int = 1) -> list[Doc]:
 
 def default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
-
-
-def _collect_only(pipeline, diagnoses, facts):
-    return diagnoses
-
-
-_RULES = None
-
-
-def _phase_only_rules():
-    """The bundled phases without any rule: documents do not depend on which rules exist."""
-    global _RULES
-    if _RULES is None:
-        from logsense.rules import RuleSet, load_rules
-
-        rs = load_rules([], None)
-        _RULES = RuleSet([], rs.phases, rs.sources)
-    return _RULES

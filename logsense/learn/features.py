@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from logsense.model import Event, Record
@@ -100,33 +101,45 @@ class Digest:
 
     def __init__(self) -> None:
         self.errors: dict[str, Note] = {}  # masked text -> note; insertion order, most recent last
-        self.tail: deque[Note] = deque(maxlen=TAIL_EVENTS)
+        self.tail: deque[Event] = deque(maxlen=TAIL_EVENTS)
         self.tracebacks = 0
 
     def add(self, event: Event) -> None:
         if event.kind == "traceback":
             self.tracebacks += 1
-        lines = _telling_lines(event)
-        if not lines:
+        elif event.kind == "line":
+            rec = event.records[0]
+            if not rec.message.strip():
+                return
+            self.tail.append(event)
+            if not (_ERRORISH.search(rec.message) or _LEVEL.search(rec.raw)):
+                return
+        if event.kind != "line":
+            self.tail.append(event)
+        note = _note(event)
+        if note is None:
             return
-        text = " \n".join(mask(r.message) for r in lines)
-        note = Note(event.first_line, event.phase, event.kind,
-                    tuple((r.line, r.message.strip()[:500]) for r in lines), text)
-        self.tail.append(note)
-        if event.kind != "line" or any(is_errorish(r.message) or _LEVEL.search(r.raw) for r in lines):
-            old = self.errors.pop(text, None)
-            if old is not None:
-                note = Note(old.line, old.phase, old.kind, old.lines, old.text)  # keep the first occurrence
-            self.errors[text] = note
-            if len(self.errors) > MAX_ERRORS:
-                self.errors.pop(next(iter(self.errors)))
+        old = self.errors.pop(note.text, None)
+        self.errors[note.text] = old or note  # the first occurrence, moved to the end
+        if len(self.errors) > MAX_ERRORS:
+            self.errors.pop(next(iter(self.errors)))
 
     def doc(self, phase: str = "import", ready_line: int | None = None, since_line: int = 0) -> Doc:
         """The document of what was seen from `since_line` on (a restart's new start)."""
         notes = sorted((n for n in self.errors.values() if n.line >= since_line), key=lambda n: n.line)
-        tail = [n for n in self.tail if n.line >= since_line and n.text not in self.errors]
+        tail = [n for n in (_note(e) for e in self.tail if e.first_line >= since_line)
+                if n is not None and n.text not in self.errors]
         after = sum(1 for n in notes if ready_line is not None and n.line > ready_line)
         return build_doc(notes, tail, phase, ready_line is not None, after, self.tracebacks)
+
+
+def _note(event: Event) -> Note | None:
+    lines = _telling_lines(event)
+    if not lines:
+        return None
+    text = " \n".join(mask(r.message) for r in lines)
+    return Note(event.first_line, event.phase, event.kind, tuple((r.line, r.message.strip()[:500]) for r in lines),
+                text)
 
 
 def doc_of_pipeline(p) -> Doc:
@@ -135,6 +148,51 @@ def doc_of_pipeline(p) -> Doc:
     tl = p.timeline
     since = tl.phases()[0].start_line if tl.restarts and tl.phases() else 0
     return digest.doc(tl.current, tl.ready_line if tl.ready else None, since)
+
+
+def doc_of_lines(lines: Iterable[tuple[int, str]], phases=None) -> Doc:
+    """The document of a whole log: every line through the Pipeline (normalizer, framer, timeline;
+    no rules, so it does not depend on which rules exist). Training and prediction both use it."""
+    from logsense.pipeline import Pipeline
+
+    p = Pipeline(phases if phases is not None else phase_only_rules())
+    p.digest = Digest()
+    for line_no, text in lines:
+        p.feed_line(line_no, text)
+    p.flush()
+    return doc_of_pipeline(p)
+
+
+def doc_of_file(path: str, phases=None) -> Doc:
+    from logsense.sources.recorded import open_recorded, read_lines
+
+    fp, name = open_recorded(str(path))
+    try:
+        return doc_of_lines(read_lines(fp, name), phases)
+    finally:
+        fp.close()
+
+
+def doc_of_bytes(data: bytes, name: str = "<input>", phases=None) -> Doc:
+    import io
+
+    from logsense.sources.recorded import read_lines
+
+    return doc_of_lines(read_lines(io.BytesIO(data), name), phases)
+
+
+_PHASE_ONLY = None
+
+
+def phase_only_rules():
+    """The bundled phase markers without any rule."""
+    global _PHASE_ONLY
+    if _PHASE_ONLY is None:
+        from logsense.rules import RuleSet, load_rules
+
+        rs = load_rules([], None)
+        _PHASE_ONLY = RuleSet([], rs.phases, rs.sources)
+    return _PHASE_ONLY
 
 
 def build_doc(notes: list[Note], tail: list[Note], phase: str, ready: bool, errors_after_ready: int,

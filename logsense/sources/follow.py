@@ -100,6 +100,17 @@ class FileFollower:
         now = time.monotonic()
         return _Open(fd, (st.st_dev, st.st_ino), offset, last_data=now)
 
+    def _try_open(self) -> _Open | None:
+        """The file now at the path, from its start; None while there is none."""
+        if _stat(self.path) is None:
+            return None
+        try:
+            return self._open(self.path, 0)
+        except SourceError:
+            if _stat(self.path) is None:
+                return None  # rotated away between the look and the open: try again next time
+            raise
+
     # -- reading -----------------------------------------------------------------------------
 
     @property
@@ -129,8 +140,8 @@ class FileFollower:
                 os.close(old.fd)
                 self._old.remove(old)
         if self._cur is None:
-            if _stat(self.path) is not None:
-                self._cur = self._open(self.path, 0)
+            self._cur = self._try_open()
+            if self._cur is not None:
                 self.notices.append(f"{self.path}: appeared")
         got = False
         if self._cur is not None:
@@ -146,11 +157,13 @@ class FileFollower:
             if not got:
                 st = _stat(self.path)
                 if st is not None and (st.st_dev, st.st_ino) != cur.ident:
-                    # renamed away and a new file is in its place: keep reading the old one for a while
-                    self.notices.append(f"{self.path}: rotated; following the new file")
-                    self._old.append(cur)
-                    self._cur = self._open(self.path, 0)
-                    got = self._drain(self._cur, out, now)
+                    new = self._try_open()
+                    if new is not None:
+                        # renamed away and a new file is in its place: keep reading the old one for a while
+                        self.notices.append(f"{self.path}: rotated; following the new file")
+                        self._old.append(cur)
+                        self._cur = new
+                        got = self._drain(new, out, now)
                 elif cur.pending and now - cur.pending_since >= self.partial_timeout:
                     self._flush_partial(cur, out)
         self._eof = not got
@@ -175,12 +188,10 @@ class FileFollower:
             if nl < 0:
                 rest = data[start:]
                 if rest:
-                    if not f.pending:
-                        f.pending_since = now
                     room = MAX_LINE_BYTES - len(f.pending)
                     if room > 0:
                         f.pending += rest[:room]
-                    f.pending_since = now
+                    f.pending_since = now  # the quiet time of a partial line counts from its last byte
                 break
             chunk = data[start:nl]
             if f.pending:
@@ -213,7 +224,7 @@ class FileFollower:
             "dev": f.ident[0],
             "ino": f.ident[1],
             "offset": f.offset - len(f.pending),
-            "line": self.line - sum(1 for o in self._old if o.pending) * 0,
+            "line": self.line,
         }
 
     def close(self) -> None:

@@ -1,0 +1,43 @@
+"""`logsense diff GOOD BAD`: where a good and a bad startup part ways; and `analyze --baseline DIR`.
+
+Exit codes: 0 when the bad run has no root diagnosis and printed no error-like line that
+the good run did not print too (the differences, if any, are not failures); 1 when the bad
+run has a root diagnosis or error-like lines of its own; 2 for bad usage or unreadable input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from logsense.commands.common import console, rules_from_options
+from logsense.errors import ExitCode, UsageError
+
+
+def main(good: str, bad: str, fmt: str = "text", rules: list[str] | None = None,
+         only_rules: list[str] | None = None) -> int:
+    if good == "-" and bad == "-":
+        raise UsageError("only one of the two logs can be '-' (stdin); use a file or <(command) for the other")
+    from logsense.diff import compare
+
+    rs = rules_from_options(rules, only_rules)
+    result = compare(good, bad, rs)
+    if fmt == "json":
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    else:
+        from logsense.report import diff_text
+
+        diff_text.render(result, console())
+    sys.stdout.flush()
+    return int(ExitCode.FAILURE if result.matters else ExitCode.OK)
+
+
+def baseline_classifier(baseline_dir: str, inner=None):
+    """The `analyze --baseline DIR` hook: when no rule knows the cause, the lines new to the healthy logs in DIR.
+
+    DIR is mined once, when the hook is made (nothing is cached on disk); logs in it whose
+    label file names a cause other than `healthy` are left out.
+    """
+    from logsense.diff import Baseline
+
+    return Baseline.from_dir(baseline_dir).classifier(inner)

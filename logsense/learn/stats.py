@@ -1,0 +1,275 @@
+"""Many logs into one table: one row per log (cause, phase, time to failure or ready, rule, fix...).
+
+`row_from_path` / `row_from_bytes` are the per-log function: plain Python, no pandas, no
+shared state but the rules (loaded once per process), so the same function runs in a local
+process pool (`frame(paths, jobs=4)`), a Dask bag, or Spark's mapPartitions (`rows(items)`
+loads the rules once per partition). Only `frame` imports pandas.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import io
+import os
+import tarfile
+import zipfile
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+COLUMNS = [
+    "source", "host", "status", "cause", "origin", "rule", "confidence", "phase", "time_to_failure",
+    "time_to_ready", "fix", "nearest", "lines", "sglang_version", "gpu_name", "model_arch", "error",
+]
+LOG_PATTERNS = ("*.log", "*.log.gz", "*.txt", "*.txt.gz", "*.out", "*.journal.txt", "*.jsonl")
+ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
+MAX_MEMBER_BYTES = 512 << 20
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """One log to read: a file, or a member of a zip (read by the worker), or bytes already read."""
+
+    name: str
+    path: str
+    member: str | None = None
+    kind: str = "file"  # file | zip
+
+
+def is_archive(path: str) -> bool:
+    return path.lower().endswith(ARCHIVES)
+
+
+def looks_like_log(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatch(base, pat) for pat in LOG_PATTERNS) and not base.endswith(".label.yaml")
+
+
+def expand(paths: Iterable[str]) -> Iterator[str]:
+    """Files named, dirs walked (log-looking files and archives), globs matched; sorted within each."""
+    for p in paths:
+        if any(ch in p for ch in "*?["):
+            yield from sorted(x for x in glob.glob(p, recursive=True) if os.path.isfile(x))
+        elif os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for f in files:
+                    full = os.path.join(root, f)
+                    if looks_like_log(f) or is_archive(f):
+                        found.append(full)
+            yield from sorted(found)
+        else:
+            yield p
+
+
+# --- the per-log function ---
+
+_RULES = None
+_CLASSIFIER: Any = False  # False: not looked up yet
+
+
+def _rules():
+    global _RULES
+    if _RULES is None:
+        from logsense.rules import load_rules
+
+        _RULES = load_rules([], None)
+    return _RULES
+
+
+def _classifier():
+    global _CLASSIFIER
+    if _CLASSIFIER is False:
+        from logsense.learn.hook import default_classifier
+
+        _CLASSIFIER = default_classifier()
+    return _CLASSIFIER
+
+
+def configure(rules=None, classifier: Any = False) -> None:
+    """Use these rules (and classifier; None for none) in this process instead of the defaults."""
+    global _RULES, _CLASSIFIER
+    _RULES = rules
+    _CLASSIFIER = classifier
+
+
+def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, classifier: Any = False) -> dict:
+    """Run the Pipeline over one log's (line number, text) pairs and return its row."""
+    from logsense.model import UpdateKind
+    from logsense.pipeline import Pipeline
+    from logsense.timeline import seconds_between
+
+    p = Pipeline(rules if rules is not None else _rules())
+    p.classifier = _classifier() if classifier is False else classifier
+    recent: deque[tuple[int, str]] = deque(maxlen=4096)  # (line, time) of the latest timestamped records
+    first_time: str | None = None
+    failed_at: dict[str, str | None] = {}
+    host: str | None = None
+    for line_no, raw in lines:
+        p.lines = max(p.lines, line_no)
+        for rec in p.normalizer.feed(line_no, raw):
+            if rec.time:
+                first_time = first_time or rec.time
+                recent.append((rec.line, rec.time))
+            if host is None and rec.host:
+                host = rec.host
+            for u in p.feed(rec):
+                if u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None and u.diagnosis.root:
+                    failed_at.setdefault(u.diagnosis.cause, _time_at(recent, u.line))
+    report = p.finish(name)
+    root = report.root
+    tl = p.timeline
+    ready_time = next((ph.start for ph in report.phases if ph.name == "serving"), None) if tl.ready else None
+    fail_time = None
+    if root is not None:
+        fail_time = failed_at.get(root.cause) or _time_at(recent, root.evidence[0].line if root.evidence else None)
+        fail_time = fail_time or tl.last_time
+    f = report.facts
+    return {
+        "source": name,
+        "host": host,
+        "status": report.status.value,
+        "cause": root.cause if root else ("healthy" if tl.ready else None),
+        "origin": root.origin.value if root else None,
+        "rule": root.rule if root else None,
+        "confidence": root.confidence if root else None,
+        "phase": report.phase,
+        "time_to_failure": seconds_between(first_time, fail_time) if root else None,
+        "time_to_ready": seconds_between(first_time, ready_time) if ready_time and not root else None,
+        "fix": root.fixes[0].value if root and root.fixes else None,
+        "nearest": root.nearest if root else None,
+        "lines": report.lines,
+        "sglang_version": f.get("sglang_version"),
+        "gpu_name": f.get("gpu_name"),
+        "model_arch": f.get("model_arch"),
+        "error": None,
+    }
+
+
+def _time_at(recent: deque[tuple[int, str]], line: int | None) -> str | None:
+    if line is None:
+        return recent[-1][1] if recent else None
+    for ln, t in reversed(recent):
+        if ln <= line:
+            return t
+    return None
+
+
+def _read(fp: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
+    from logsense.sources.recorded import read_lines
+
+    buffered = fp if isinstance(fp, io.BufferedReader) else io.BufferedReader(fp)  # type: ignore[arg-type]
+    if buffered.peek(2)[:2] == b"\x1f\x8b":
+        import gzip
+
+        return read_lines(gzip.GzipFile(fileobj=buffered), name)  # type: ignore[arg-type]
+    return read_lines(buffered, name)
+
+
+def row_from_bytes(name: str, data: bytes, rules=None) -> dict:
+    """The row of a log given as bytes (plain or gzip): what a Dask bag or Spark partition holds."""
+    try:
+        return row_from_lines(name, _read(io.BytesIO(data), name), rules)
+    except Exception as e:  # noqa: BLE001 - one bad log is a row that says so, not a failed run
+        return _error_row(name, e)
+
+
+def row_from_path(src: LogSource | str) -> dict:
+    """The row of a log file, or of a zip member."""
+    if isinstance(src, str):
+        src = LogSource(src, src)
+    try:
+        if src.kind == "zip":
+            with zipfile.ZipFile(src.path) as z, z.open(src.member or "") as fp:
+                return row_from_lines(src.name, _read(fp, src.name))  # type: ignore[arg-type]
+        from logsense.sources.recorded import open_recorded, read_lines
+
+        fp, name = open_recorded(src.path)
+        try:
+            return row_from_lines(src.name, read_lines(fp, name))
+        finally:
+            fp.close()
+    except Exception as e:  # noqa: BLE001
+        return _error_row(src.name, e)
+
+
+def rows(items: Iterable[tuple[str, bytes]]) -> Iterator[dict]:
+    """(name, bytes) pairs to rows, the rules loaded once: a Spark mapPartitions function as it is."""
+    rules = _rules()
+    for name, data in items:
+        yield row_from_bytes(name, data, rules)
+
+
+def _error_row(name: str, e: Exception) -> dict:
+    row = dict.fromkeys(COLUMNS)
+    row.update(source=name, status="error", error=f"{type(e).__name__}: {e}"[:300])
+    return row
+
+
+# --- many logs ---
+
+
+def _tar_members(path: str) -> Iterator[tuple[str, bytes]]:
+    """A tar read front to back once (a .tar.gz has no random access): (name, bytes) of its logs."""
+    with tarfile.open(path, "r:*") as tar:
+        for m in tar:
+            if m.isfile() and looks_like_log(m.name) and m.size <= MAX_MEMBER_BYTES:
+                fp = tar.extractfile(m)
+                if fp is not None:
+                    yield f"{path}!{m.name}", fp.read()
+
+
+def tasks(paths: Iterable[str]) -> Iterator[LogSource | tuple[str, bytes]]:
+    for p in expand(paths):
+        low = p.lower()
+        if low.endswith(".zip"):
+            with zipfile.ZipFile(p) as z:
+                for info in z.infolist():
+                    if not info.is_dir() and looks_like_log(info.filename):
+                        yield LogSource(f"{p}!{info.filename}", p, info.filename, "zip")
+        elif is_archive(low):
+            yield from _tar_members(p)
+        else:
+            yield LogSource(p, p)
+
+
+def _run(task: LogSource | tuple[str, bytes]) -> dict:
+    if isinstance(task, LogSource):
+        return row_from_path(task)
+    return row_from_bytes(task[0], task[1])
+
+
+def collect(paths: Iterable[str], jobs: int = 0) -> list[dict]:
+    """Every log's row, in input order; `jobs` worker processes (0: one per core, 1: none)."""
+    jobs = jobs or os.cpu_count() or 1
+    todo = tasks(paths)
+    if jobs <= 1:
+        return [_run(t) for t in todo]
+    out: list[dict] = []
+    pending: deque[Future] = deque()
+    with ProcessPoolExecutor(max_workers=jobs) as ex:
+        for t in todo:
+            pending.append(ex.submit(_run, t))
+            while len(pending) >= jobs * 4:  # bounded: a huge archive is not read into memory at once
+                out.append(pending.popleft().result())
+        while pending:
+            out.append(pending.popleft().result())
+    return out
+
+
+def frame(paths: Iterable[str] | str, jobs: int = 0):
+    """A pandas DataFrame, one row per log, columns as in COLUMNS."""
+    import pandas as pd
+
+    if isinstance(paths, (str, Path)):
+        paths = [str(paths)]
+    df = pd.DataFrame(collect([str(p) for p in paths], jobs), columns=COLUMNS)
+    for col in ("confidence", "time_to_failure", "time_to_ready"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    df["lines"] = pd.to_numeric(df["lines"], errors="coerce").astype("Int64")
+    return df

@@ -1,0 +1,633 @@
+"""journald as a live source: a unit's entries from its latest start, followed as they are written.
+
+Two readers give the same entries. systemd-python's `journal.Reader` (imported only here,
+when a journal is read) is used when it is installed; otherwise `journalctl -o json` runs
+as a subprocess. `LOGSENSE_JOURNAL_BACKEND=systemd|journalctl` forces one (default `auto`).
+Either way an entry is handed out as journalctl's JSON gives it, a dict of strings, which
+`Normalizer.feed_entry` turns into records.
+
+A unit matches on `_SYSTEMD_UNIT` (its own output), `UNIT` (systemd's messages about it) and
+`OBJECT_SYSTEMD_UNIT` (other daemons' messages about it), for `NAME` and `NAME.service`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+from logsense.errors import SourceError, UsageError
+
+BACKEND_ENV = "LOGSENSE_JOURNAL_BACKEND"
+BACKENDS = ("auto", "systemd", "journalctl")
+JOURNAL_DIRS = ("/run/log/journal", "/var/log/journal")
+SCAN_LIMIT = 200_000  # entries looked at, newest first, to find where the latest run began
+BATCH = 2000  # entries handed out per read, so a long backlog does not hold up the live view
+UNIT_FIELDS = ("_SYSTEMD_UNIT", "UNIT", "OBJECT_SYSTEMD_UNIT")
+_UNIT_SUFFIXES = (".service", ".socket", ".target", ".scope", ".slice", ".mount", ".timer", ".path", ".swap")
+
+# MESSAGE_IDs of systemd's own unit messages (systemd.catalog)
+_STARTING = "7d4958e842da4a758f6c1cdc7b36dcc5"  # a start job has begun
+_STARTED = "39f53479d3a045ac8e11786248231fbf"  # a start job has finished
+_STOPS = {
+    "be02cf6855d2428ba40df7e9d022f03d",  # a start job has failed ("Failed to start ...")
+    "de5b426a63be47a7b6ac3eaac82e2f6f",  # a stop job has begun ("Stopping ...")
+    "9d1aaa27d60140bd96365438aad20286",  # a stop job has finished ("Stopped ...")
+    "98e322203f7a4ed290d09fe03c09fe15",  # unit process exited ("Main process exited, ...")
+    "d9b373ed55a64feb8242e02dbe79a49c",  # unit failed ("Failed with result ...")
+    "7ad2d189f7e94e70a38c781354912448",  # unit succeeded ("Deactivated successfully.")
+}
+_START_TEXT = re.compile(r"^Start(?:ing|ed) ")
+_STOP_TEXT = re.compile(
+    r"^(?:Stopping|Stopped|Failed to start) "
+    r"|: (?:Main process exited|Control process exited|Failed with result|Deactivated successfully)"
+)
+
+
+def unit_names(unit: str | None) -> tuple[str, ...]:
+    """The names a unit goes by in the journal: `NAME` and `NAME.service` (unless it has a type)."""
+    if not unit:
+        return ()
+    if unit.endswith(_UNIT_SUFFIXES):
+        return (unit,)
+    return (unit, unit + ".service")
+
+
+def lifecycle(entry: dict, names: tuple[str, ...]) -> str | None:
+    """'start' or 'stop' when the entry is systemd's own word about one of the units, else None."""
+    if not names:
+        return None
+    unit = entry.get("UNIT") or entry.get("USER_UNIT") or entry.get("OBJECT_SYSTEMD_UNIT")
+    if unit not in names:
+        return None
+    if entry.get("_PID") != "1" and entry.get("SYSLOG_IDENTIFIER") != "systemd" and entry.get("_COMM") != "systemd":
+        return None
+    mid = entry.get("MESSAGE_ID")
+    if mid in (_STARTING, _STARTED):
+        return "start"
+    if mid in _STOPS:
+        return "stop"
+    msg = message(entry)
+    if _START_TEXT.match(msg):
+        return "start"
+    if _STOP_TEXT.search(msg):
+        return "stop"
+    return None
+
+
+def is_starting(entry: dict) -> bool:
+    return entry.get("MESSAGE_ID") == _STARTING or message(entry).startswith("Starting ")
+
+
+def invocation(entry: dict) -> str | None:
+    return entry.get("_SYSTEMD_INVOCATION_ID") or entry.get("INVOCATION_ID") or entry.get("USER_INVOCATION_ID")
+
+
+def message(entry: dict) -> str:
+    m = entry.get("MESSAGE")
+    if isinstance(m, list):
+        try:
+            return bytes(int(b) & 0xFF for b in m).decode("utf-8", "replace")
+        except (TypeError, ValueError):
+            return ""
+    return m if isinstance(m, str) else ""
+
+
+def entry_epoch(entry: dict) -> float | None:
+    ts = entry.get("__REALTIME_TIMESTAMP")
+    return int(ts) / 1e6 if isinstance(ts, str) and ts.isdigit() else None
+
+
+def find_run_start(newest_first: Iterator[dict], names: tuple[str, ...], limit: int = SCAN_LIMIT) -> dict | None:
+    """The first entry of the unit's latest run, looking from the newest entry back.
+
+    A run begins at systemd's "Starting" entry; it also ends (going back) where another
+    invocation id appears, or at a stop of the previous run once this run's "Started" was
+    passed (services that log only "Started"). With no such mark, the oldest entry looked at.
+    """
+    first = None
+    inv = None
+    started = False
+    for n, e in enumerate(newest_first):
+        if n >= limit:
+            break
+        life = lifecycle(e, names)
+        eid = invocation(e)
+        if eid:
+            if inv is None:
+                inv = eid
+            elif eid != inv:
+                break
+        if life == "stop" and started:
+            break
+        first = e
+        if life == "start":
+            if is_starting(e):
+                break
+            started = True
+    return first
+
+
+# -- times -------------------------------------------------------------------------------------
+
+_SPAN_UNITS = {
+    "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3,
+    "s": 1, "sec": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400, "w": 604800, "week": 604800, "weeks": 604800,
+}
+_SPAN_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)")
+
+
+def parse_span(text: str, default_unit: str = "s") -> float | None:
+    """A time span as systemd writes it: '90s', '20m', '1h30min', '2 days'; a bare number is seconds."""
+    s = text.strip().lower()
+    if not s:
+        return None
+    total, pos = 0.0, 0
+    while pos < len(s):
+        m = _SPAN_PART.match(s, pos)
+        if not m or m.end() == pos:
+            return None
+        unit = m[2] or default_unit
+        if unit not in _SPAN_UNITS:
+            return None
+        total += float(m[1]) * _SPAN_UNITS[unit]
+        pos = m.end()
+        while pos < len(s) and s[pos] == " ":
+            pos += 1
+    return total
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """journalctl's --since forms -> epoch seconds: '2026-01-01 10:00[:00]', '10:00', 'today', 'yesterday',
+    'now', '-2h', '2h ago', '@EPOCH'; local time unless it ends in ' UTC' or 'Z'."""
+    now = time.time() if now is None else now
+    s = text.strip()
+    low = s.lower()
+    try:
+        if low.startswith("@"):
+            return float(low[1:])
+        if low == "now":
+            return now
+        if low in ("today", "yesterday", "tomorrow"):
+            day = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
+            return (day + timedelta(days={"today": 0, "yesterday": -1, "tomorrow": 1}[low])).timestamp()
+        if low[:1] in "+-" or low.endswith(" ago"):
+            span = parse_span(low[1:] if low[:1] in "+-" else low[:-4])
+            if span is not None:
+                return now + span if low[:1] == "+" else now - span
+        tz = None
+        for suffix in (" utc", "z"):
+            if low.endswith(suffix):
+                s, tz = s[: -len(suffix)].strip(), timezone.utc
+                break
+        s = s.replace("T", " ")
+        if re.fullmatch(r"\d\d:\d\d(?::\d\d(?:\.\d+)?)?", s):
+            s = datetime.fromtimestamp(now, tz).strftime("%Y-%m-%d ") + s
+        dt = datetime.fromisoformat(s)
+        if tz is not None:
+            dt = dt.replace(tzinfo=tz)
+        return dt.timestamp()
+    except (ValueError, OverflowError):
+        pass
+    raise UsageError(f"--since {text!r}: use 'YYYY-MM-DD HH:MM:SS', 'HH:MM', 'today', 'yesterday', '-2h', "
+                     "'2h ago' or '@EPOCH'")
+
+
+def _boot_spec(boot: str) -> tuple[str | None, int | None]:
+    """--boot as journalctl takes it: a boot id (32 hex digits), or an offset (0 latest, -1 the one before, 1 the first)."""
+    s = boot.strip()
+    hexid = s.replace("-", "").lower()
+    if re.fullmatch(r"[0-9a-f]{32}", hexid):
+        return hexid, None
+    if re.fullmatch(r"[+-]?\d+", s):
+        return None, int(s)
+    raise UsageError(f"--boot {boot!r}: give a boot id (32 hex digits) or an offset (0, -1, ...)")
+
+
+# -- the source --------------------------------------------------------------------------------
+
+
+class JournalSource:
+    """A unit's journal entries, from the start of its latest run (or a cursor, or --since), followed."""
+
+    def __init__(
+        self,
+        unit: str | None,
+        files: list[str] | None = None,
+        directory: str | None = None,
+        since: str | None = None,
+        boot: str | None = None,
+        cursor: str | None = None,
+        follow: bool = True,
+        backend: str | None = None,
+    ) -> None:
+        if files and directory:
+            raise UsageError("--file and --directory: give one or the other, as for journalctl")
+        self.unit = unit
+        self.names = unit_names(unit)
+        self.files = [os.path.abspath(f) for f in files or []]  # the journal's inotify watch needs absolute paths
+        self.directory = os.path.abspath(directory) if directory else None
+        self.follow = follow
+        self.done = False
+        self.run_start: dict | None = None  # the entry the run began at, when it was looked for
+        self.started_at = "head"  # what the first entry is: "run" | "cursor" | "since" | "head"
+        _check_readable(self.files, self.directory)
+        since_epoch = parse_since(since) if since else None
+        boot_spec = _boot_spec(boot) if boot else None
+        self.backend, self.reason = _choose_backend(backend)
+        if self.backend == "systemd":
+            self._impl: _Backend = _ReaderBackend(self, boot_spec)
+        else:
+            self._impl = _JournalctlBackend(self, boot)
+        if cursor:
+            self.started_at = "cursor"
+            self._impl.start(cursor=cursor)
+        elif since_epoch is not None:
+            self.started_at = "since"
+            self._impl.start(since=since_epoch)
+        else:
+            entries = self._impl.newest_first()
+            try:
+                first = find_run_start(entries, self.names)
+            finally:
+                entries.close()  # type: ignore[attr-defined]
+            self.run_start = first
+            if first is not None and first.get("__CURSOR"):
+                self.started_at = "run"
+                self._impl.start(cursor=first["__CURSOR"])
+            else:
+                self._impl.start()
+
+    @property
+    def description(self) -> str:
+        what = f"unit {self.unit}" if self.unit else "the journal"
+        where = ", ".join(self.files) if self.files else (self.directory or "the system journal")
+        return f"{what} in {where}"
+
+    def read(self, timeout: float = 0.0) -> list[dict]:
+        """Entries written since the last call (at most BATCH); when none, waits up to `timeout` seconds."""
+        if self.done:
+            return []
+        out = self._impl.read(timeout)
+        if not out and not self.follow and self._impl.exhausted:
+            self.done = True
+        return out
+
+    def close(self) -> None:
+        self._impl.close()
+
+
+class _Backend:
+    exhausted = False
+
+    def newest_first(self) -> Iterator[dict]:
+        raise NotImplementedError
+
+    def start(self, cursor: str | None = None, since: float | None = None) -> None:
+        raise NotImplementedError
+
+    def read(self, timeout: float) -> list[dict]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def _choose_backend(wanted: str | None) -> tuple[str, str]:
+    wanted = (wanted or os.environ.get(BACKEND_ENV) or "auto").strip().lower()
+    if wanted not in BACKENDS:
+        raise UsageError(f"{BACKEND_ENV}={wanted!r}: choose from {', '.join(BACKENDS)}")
+    if wanted == "journalctl":
+        return "journalctl", f"{BACKEND_ENV}=journalctl"
+    try:
+        from systemd import journal  # noqa: F401 - only whether the binding is there
+    except ImportError:
+        if wanted == "systemd":
+            raise SourceError(f"{BACKEND_ENV}=systemd: the systemd Python binding is not installed "
+                              "(pip install systemd-python)") from None
+        return "journalctl", "the systemd Python binding is not installed"
+    return "systemd", f"{BACKEND_ENV}=systemd" if wanted == "systemd" else "the systemd Python binding is installed"
+
+
+def _check_readable(files: list[str], directory: str | None) -> None:
+    """A journal that cannot be read at all is a clear one-line error, before any reader is started."""
+    for f in files:
+        try:
+            st = os.stat(f)
+        except FileNotFoundError:
+            raise SourceError(f"{f}: no such file") from None
+        except OSError as e:
+            raise SourceError(f"{f}: cannot open: {e.strerror or e}") from None
+        if os.path.isdir(f):
+            raise SourceError(f"{f}: is a directory (use --directory)")
+        if not os.access(f, os.R_OK) or not st.st_size:
+            raise SourceError(f"{f}: permission denied" if st.st_size else f"{f}: empty, not a journal file")
+    if files:
+        return
+    dirs = [directory] if directory else list(JOURNAL_DIRS)
+    if directory and not os.path.isdir(directory):
+        raise SourceError(f"{directory}: no such directory")
+    readable = unreadable = 0
+    for d in dirs:
+        for path in _journal_files(d):
+            if os.access(path, os.R_OK):
+                readable += 1
+            else:
+                unreadable += 1
+    if readable:
+        return
+    if unreadable:
+        raise SourceError("cannot read the journal: permission denied (run as root, or join the "
+                          "'systemd-journal' or 'adm' group)")
+    if directory:
+        raise SourceError(f"{directory}: no journal files in it")
+    raise SourceError(f"cannot read the journal: no journal files in {' or '.join(JOURNAL_DIRS)} "
+                      "(is systemd-journald running? --file and --directory read journal files)")
+
+
+def _journal_files(d: str, depth: int = 2) -> Iterator[str]:
+    try:
+        with os.scandir(d) as it:
+            entries = list(it)
+    except OSError:
+        return
+    for e in entries:
+        if e.name.endswith((".journal", ".journal~")) and e.is_file():
+            yield e.path
+        elif depth > 1 and e.is_dir():
+            yield from _journal_files(e.path, depth - 1)
+
+
+# -- systemd-python ----------------------------------------------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _plain(entry: dict) -> dict:
+    """A Reader entry (ints, UUIDs, datetimes, bytes) -> the strings journalctl -o json would give."""
+    import uuid
+
+    out = {}
+    for k, v in entry.items():
+        if isinstance(v, list):
+            v = v[0] if v else ""
+        if isinstance(v, str):
+            out[k] = v
+        elif isinstance(v, bytes):
+            out[k] = v.decode("utf-8", "replace")
+        elif isinstance(v, datetime):
+            out[k] = str((v - _EPOCH) // timedelta(microseconds=1))
+        elif isinstance(v, uuid.UUID):
+            out[k] = v.hex
+        elif k == "__MONOTONIC_TIMESTAMP":
+            out[k] = str(getattr(v, "timestamp", v) // timedelta(microseconds=1))
+        else:
+            out[k] = str(v)
+    return out
+
+
+class _ReaderBackend(_Backend):
+    def __init__(self, src: JournalSource, boot: tuple[str | None, int | None] | None) -> None:
+        from systemd import journal
+
+        self._journal = journal
+        self.src = src
+        try:
+            if src.files:
+                r = journal.Reader(files=src.files)
+            elif src.directory:
+                r = journal.Reader(path=src.directory)
+            else:
+                r = journal.Reader()
+        except OSError as e:
+            where = ", ".join(src.files) or src.directory or "the system journal"
+            raise SourceError(f"{where}: not a readable journal ({e.strerror or e})") from None
+        self.r = r
+        if boot is not None:
+            boot_id = self._boot_id(*boot)
+            r.add_match(_BOOT_ID=boot_id)
+            r.add_conjunction()
+        for i, fld in enumerate(UNIT_FIELDS if src.names else ()):
+            if i:
+                r.add_disjunction()
+            r.add_match(*[f"{fld}={n}" for n in src.names])
+
+    def _boot_id(self, boot_id: str | None, offset: int | None) -> str:
+        if boot_id:
+            return boot_id
+        if offset == 0 and not self.src.files and not self.src.directory:
+            from systemd import id128
+
+            return id128.get_boot().hex
+        r = self.r
+        firsts = []
+        for b in r.query_unique("_BOOT_ID"):
+            hexid = getattr(b, "hex", b)
+            r.flush_matches()
+            r.add_match(_BOOT_ID=hexid)
+            r.seek_head()
+            e = r.get_next()
+            if e:
+                firsts.append((_plain(e).get("__REALTIME_TIMESTAMP", "0"), hexid))
+        r.flush_matches()
+        boots = [b for _, b in sorted(firsts, key=lambda t: int(t[0]))]
+        assert offset is not None
+        i = len(boots) - 1 + offset if offset <= 0 else offset - 1
+        if not 0 <= i < len(boots):
+            raise SourceError(f"--boot {offset}: no such boot in the journal ({len(boots)} boot(s) in it)")
+        return boots[i]
+
+    def newest_first(self) -> Iterator[dict]:
+        self.r.seek_tail()
+        while True:
+            e = self.r.get_previous()
+            if not e:
+                return
+            yield _plain(e)
+
+    def start(self, cursor: str | None = None, since: float | None = None) -> None:
+        if cursor:
+            self.r.seek_cursor(cursor)
+        elif since is not None:
+            self.r.seek_realtime(since)
+        else:
+            self.r.seek_head()
+
+    def read(self, timeout: float) -> list[dict]:
+        out = self._take()
+        if out or not self.src.follow:
+            self.exhausted = not out
+            return out
+        try:
+            self.r.wait(max(timeout, 0.0))
+        except OSError as e:
+            raise SourceError(f"cannot follow the journal: {e.strerror or e}") from None
+        return self._take()
+
+    def _take(self) -> list[dict]:
+        out = []
+        while len(out) < BATCH:
+            e = self.r.get_next()
+            if not e:
+                break
+            out.append(_plain(e))
+        return out
+
+    def close(self) -> None:
+        try:
+            self.r.close()
+        except Exception:  # noqa: BLE001 - closing must not hide the reason we stop
+            pass
+
+
+# -- journalctl -o json ------------------------------------------------------------------------
+
+
+class _JournalctlBackend(_Backend):
+    def __init__(self, src: JournalSource, boot: str | None) -> None:
+        self.src = src
+        exe = shutil.which("journalctl")
+        if exe is None:
+            raise SourceError("cannot read the journal: journalctl is not installed, nor the systemd Python "
+                              "binding (pip install systemd-python)")
+        args = [exe, "--no-pager", "--all", "-o", "json"]
+        for f in src.files:
+            args.append(f"--file={f}")
+        if src.directory:
+            args.append(f"--directory={src.directory}")
+        if boot is not None:
+            args.append(f"--boot={boot}")
+        for i, fld in enumerate(UNIT_FIELDS if src.names else ()):
+            if i:
+                args.append("+")
+            args.extend(f"{fld}={n}" for n in src.names)
+        self.base = args
+        self.proc: subprocess.Popen | None = None
+        self._err = None
+        self._buf = bytearray()
+        self._pending: list[dict] = []
+
+    def _spawn(self, extra: list[str]) -> tuple[subprocess.Popen, object]:
+        err = tempfile.TemporaryFile()
+        try:
+            p = subprocess.Popen(self.base + extra, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+        except OSError as e:
+            err.close()
+            raise SourceError(f"cannot run journalctl: {e.strerror or e}") from None
+        return p, err
+
+    def _failure(self, p: subprocess.Popen, err) -> SourceError:
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace").strip().splitlines()
+        where = ", ".join(self.src.files) or self.src.directory or "the journal"
+        return SourceError(f"{where}: journalctl: {text[-1] if text else f'exit status {p.returncode}'}")
+
+    def newest_first(self) -> Iterator[dict]:
+        p, err = self._spawn(["--reverse"])
+        finished = False
+        try:
+            assert p.stdout is not None
+            for raw in p.stdout:
+                entry = _json(raw)
+                if entry is not None:
+                    yield entry
+            finished = True
+        finally:
+            if not finished:
+                p.kill()
+            rc = p.wait()
+            if finished and rc != 0:
+                exc = self._failure(p, err)
+                err.close()
+                raise exc
+            err.close()
+
+    def start(self, cursor: str | None = None, since: float | None = None) -> None:
+        extra = ["--no-tail"]  # --follow alone shows only the last 10 entries, even after --cursor
+        if cursor:
+            extra.append(f"--cursor={cursor}")
+        elif since is not None:
+            extra.append(f"--since=@{since:.6f}")
+        if self.src.follow:
+            extra.append("--follow")
+        self.proc, self._err = self._spawn(extra)
+        assert self.proc.stdout is not None
+        os.set_blocking(self.proc.stdout.fileno(), False)
+
+    def read(self, timeout: float) -> list[dict]:
+        p = self.proc
+        if p is None or p.stdout is None:
+            return []
+        out = self._pending[:BATCH]
+        del self._pending[:BATCH]
+        if out:
+            return out
+        fd = p.stdout.fileno()
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
+            if not ready:
+                return []
+            try:
+                data = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not data:
+                return self._ended()
+            self._buf += data
+            nl = self._buf.rfind(b"\n")
+            if nl < 0:
+                continue
+            lines = bytes(self._buf[: nl + 1]).splitlines()
+            del self._buf[: nl + 1]
+            entries = [e for e in (_json(raw) for raw in lines) if e is not None]
+            self._pending.extend(entries[BATCH:])
+            if entries:
+                return entries[:BATCH]
+
+    def _ended(self) -> list[dict]:
+        p = self.proc
+        assert p is not None
+        rc = p.wait()
+        self.exhausted = True
+        if rc != 0:
+            raise self._failure(p, self._err)
+        if self.src.follow:
+            raise SourceError("journalctl stopped following the journal (its files were removed?)")
+        return []
+
+    def close(self) -> None:
+        p = self.proc
+        if p is not None and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if p is not None and p.stdout is not None:
+            p.stdout.close()
+        if self._err is not None:
+            self._err.close()
+            self._err = None
+
+
+def _json(raw: bytes) -> dict | None:
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        entry = json.loads(raw)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None
