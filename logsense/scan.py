@@ -112,7 +112,10 @@ def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
 def feed_stream(fp: BinaryIO, p: Pipeline, name: str) -> None:
     """Feed a recorded log to the pipeline, skipping lines that no stage could use."""
     lits = scan_literals(p)
-    head = fp.peek(64)[:64] if hasattr(fp, "peek") else b""
+    try:
+        head = fp.peek(64)[:64] if hasattr(fp, "peek") else b""
+    except (EOFError, OSError) as e:
+        raise SourceError(f"{name}: compressed data is truncated or corrupt ({e})") from None
     if lits is None or head.lstrip()[:1] == b"{":
         # journalctl -o json (the text is inside JSON strings) or a pack that needs every line
         for line_no, text in read_lines(fp, name):
@@ -120,12 +123,15 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str) -> None:
         return
     scanner = _backend([x.encode() for x in lits[0]], [x.encode() for x in lits[1]])
     ln = 0
+    last = [b"", 0, True]  # the last line read, its number, and whether it was fed
     carry = b""
     dropping = False  # inside an overlong line: its rest is skipped up to the next newline
     while True:
         try:
             block = fp.read(BLOCK)
-        except (EOFError, OSError) as e:
+        except EOFError as e:
+            raise SourceError(f"{name}: compressed data is truncated or corrupt ({e})") from None
+        except OSError as e:
             raise SourceError(f"{name}: cannot read: {getattr(e, 'strerror', None) or e}") from None
         if not block:
             break
@@ -134,24 +140,30 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str) -> None:
             if nl < 0:
                 continue
             block = block[nl + 1 :]
-            ln = _feed_block(carry + b"\n", ln, p, scanner)
+            ln = _feed_block(carry + b"\n", ln, p, scanner, last)
             carry, dropping = b"", False
         data = carry + block if carry else block
         cut = data.rfind(b"\n")
         if cut < 0:
             carry = data
         else:
-            ln = _feed_block(data[: cut + 1], ln, p, scanner)
+            ln = _feed_block(data[: cut + 1], ln, p, scanner, last)
             carry = data[cut + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, dropping = carry[:MAX_LINE_BYTES], True
     if carry:
-        ln = _feed_block(carry + b"\n", ln, p, scanner)
+        ln = _feed_block(carry + b"\n", ln, p, scanner, last)
+    if not last[2]:
+        # the log's last line dates its end (the last phase's duration), wanted or not
+        p.feed_line(last[1], last[0].decode("utf-8", "replace"))
     p.lines = max(p.lines, ln)
 
 
-def _feed_block(body: bytes, ln: int, p: Pipeline, scanner) -> int:
+def _feed_block(body: bytes, ln: int, p: Pipeline, scanner, last: list) -> int:
     """Feed the candidate lines of `body` (whole lines); returns the line count after it."""
+    if len(body) > 1:
+        start = body.rfind(b"\n", 0, len(body) - 1) + 1
+        last[0], last[1], last[2] = body[start : len(body) - 1][:MAX_LINE_BYTES], ln + body.count(b"\n"), False
     starts = sorted({body.rfind(b"\n", 0, off) + 1 for off in scanner.offsets(body)})
     framer = p.framer
     i, n, pos, end = 0, len(starts), 0, len(body)
@@ -171,4 +183,6 @@ def _feed_block(body: bytes, ln: int, p: Pipeline, scanner) -> int:
         raw = body[pos : min(nl, pos + MAX_LINE_BYTES)]
         p.feed_line(ln, raw.decode("utf-8", "replace"))
         pos = nl + 1
+        if pos >= end:
+            last[2] = True
     return ln

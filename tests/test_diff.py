@@ -263,7 +263,7 @@ def test_facts_diff(tmp_path, rules):
     names = [f.name for f in r.facts]
     assert names.index("sglang_version") < names.index("gpu_name") < names.index("arg_mem_fraction_static")
     # versions and GPU names are masked: the same startup otherwise (but torch's build tag, +cu130)
-    assert [x.text for x in r.bad_only] == [f"sglang==0.5.10 torch==2.10.0+cu130 cuda_version=13.0 Driver Version: 590.44.01"]
+    assert [x.text for x in r.bad_only] == ["sglang==0.5.10 torch==2.10.0+cu130 cuda_version=13.0 Driver Version: 590.44.01"]
     assert not r.matters
 
 

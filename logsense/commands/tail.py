@@ -383,7 +383,7 @@ class Tail:
                     reason = "failed" if self.failed or report.failed else "stopped"
                     self.end(reason, 1, report)
                     return 1
-                self.view.summary(report)
+                self.view.summary(report, "stopped")
         if done:
             report = self._conclude()
             if self.until_ready:

@@ -53,7 +53,7 @@ class JsonlView:
     def unit_event(self, kind: str, text: str, at: str | None) -> None:
         self.emit("stopped" if kind == "stop" else "started", message=text, time=at)
 
-    def summary(self, report: Report) -> None:
+    def summary(self, report: Report, reason: str | None = None) -> None:
         pass  # the diagnoses and the unit's stop were said as they came
 
     def timeout(self, after: float, phase: str | None, in_phase: float | None) -> None:

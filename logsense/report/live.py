@@ -128,11 +128,11 @@ class LiveView:
 
     def end(self, reason: str, code: int, report: Report | None) -> None:
         if reason in ("failed", "stopped", "input-end") and report is not None:
-            self.summary(report)
+            self.summary(report, reason)
         else:
             self._clear()
 
-    def summary(self, report: Report) -> None:
+    def summary(self, report: Report, reason: str | None = None) -> None:
         """How the run stands: failed (and why), ready, or not yet; then its phases."""
         head = Text()
         if report.failed and report.root:
@@ -142,6 +142,8 @@ class LiveView:
             head.append(f": {clean(report.root.title)}")
         elif report.status.value == "ready":
             head.append("✓ the server became ready; no failure found", style="green")
+        elif reason == "stopped":
+            head.append("✗ the unit stopped before the server was ready; no rule knows why", style="bold red")
         else:
             head.append("no failure found; the server is not ready yet", style="yellow")
         self._print(head)

@@ -214,10 +214,12 @@ def _examples(c: _Checker, m: Any, rule: str) -> tuple[ExampleSpec, ...]:
 def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
     rid = _text(m.value.get("id")) if isinstance(m.value, dict) else None
     rid = rid if isinstance(rid, str) else None
+    before = len(c.errors)
     f = c.fields(m, RULE_FIELDS, rid, "")
     if f is None or rid is None:
+        if rid is None and f is not None:
+            c.err(m, "missing required field 'id'", None, "id")
         return None
-    before = len(c.errors)
     if not _ID.match(rid):
         c.err(f["id"], "must be lowercase letters, digits and '-'", rid, "id")
     cause = _text(f["cause"])

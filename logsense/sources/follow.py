@@ -159,7 +159,9 @@ class FileFollower:
                 if st is not None and (st.st_dev, st.st_ino) != cur.ident:
                     new = self._try_open()
                     if new is not None:
-                        # renamed away and a new file is in its place: keep reading the old one for a while
+                        # renamed away and a new file is in its place: what the writer put into the old
+                        # one before it reopened comes first; the old one is kept open for a while
+                        self._drain(cur, out, now)
                         self.notices.append(f"{self.path}: rotated; following the new file")
                         self._old.append(cur)
                         self._cur = new

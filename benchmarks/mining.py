@@ -1,0 +1,172 @@
+"""Template mining speed and memory on a big SGLang log (not a test).
+
+    python benchmarks/mining.py                  # 2,000,000 lines
+    python benchmarks/mining.py --lines 200000
+
+The log comes from benchmarks/gen_log.py when it exists, else from the generator below
+(journalctl short format, eight TP ranks, request and batch logs, progress bars,
+tracebacks, and 2 % of lines with random words, so the cluster cap is reached and the
+least recently used templates are evicted). It is written once to benchmarks/out/.
+
+Three passes over the same file, in one process:
+  1. read + normalize (the floor: what every command pays);
+  2. read + normalize + mask + mine (`TemplateMiner.add_masked`);
+  3. read + normalize + mask + match against the mined templates (the novelty test).
+Mining alone is pass 2 minus pass 1. Peak RSS (`resource.getrusage`) is printed after each
+pass and every 500,000 lines of pass 2: it levels off once the caps are reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out"
+sys.path.insert(0, str(ROOT))
+
+from logsense.normalize import Normalizer  # noqa: E402
+from logsense.sources.recorded import open_recorded, read_lines  # noqa: E402
+from logsense.templates import TemplateMiner, mask  # noqa: E402
+
+SITE = "/usr/local/lib/python3.12/dist-packages"
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def generate(path: Path, lines: int, seed: int = 1) -> None:
+    """A seeded SGLang TP8 service log: startup, then serving traffic until `lines` lines."""
+    rnd = random.Random(seed)
+    t = 1_767_225_600.0
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+
+        def emit(msg: str, rank: int | None = None, prefixed: bool = True) -> None:
+            nonlocal n, t
+            t += rnd.random() * 0.05
+            clock = time.strftime("%b %d %H:%M:%S", time.gmtime(t))
+            body = msg
+            if prefixed:
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t))
+                body = f"[{stamp}{'' if rank is None else f' TP{rank}'}] {msg}"
+            fh.write(f"{clock} gpu-node-07 python3[48213]: {body}\n")
+            n += 1
+
+        emit("server_args=ServerArgs(model_path='/models/Qwen3-235B-A22B-FP8', tp_size=8, "
+             + ", ".join(f"opt_{i}={rnd.randint(0, 9)}" for i in range(300)) + ")")
+        for r in range(8):
+            emit("Init torch distributed begin.", r)
+        for r in range(8):
+            emit(f"Load weight begin. avail mem={rnd.uniform(70, 80):.2f} GB", r)
+        for i in range(49):
+            emit(f"Multi-thread loading shards: {i * 2}% Completed | {i}/48 [00:{i:02d}<03:10, "
+                 f"{rnd.uniform(2, 5):.2f}s/it]", prefixed=False)
+        for r in range(8):
+            emit(f"Load weight end. elapsed={rnd.uniform(180, 200):.2f} s, type=Qwen3MoeForCausalLM, "
+                 f"avail mem={rnd.uniform(20, 30):.2f} GB, mem usage=59.73 GB.", r)
+            emit(f"Using default MoE kernel config. Performance might be sub-optimal! Config file not found at "
+                 f"{SITE}/sglang/srt/layers/moe/configs/E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8.json", r)
+        emit("The server is fired up and ready to roll!")
+        while n < lines:
+            x = rnd.random()
+            if x < 0.35:
+                emit(f"Decode batch, #running-req: {rnd.randint(1, 256)}, #token: {rnd.randint(100, 900000)}, "
+                     f"token usage: {rnd.random():.2f}, cuda graph: True, gen throughput (token/s): "
+                     f"{rnd.uniform(100, 9000):.2f}, #queue-req: {rnd.randint(0, 30)}", 0)
+            elif x < 0.55:
+                emit(f"Prefill batch, #new-seq: {rnd.randint(1, 8)}, #new-token: {rnd.randint(1, 8192)}, "
+                     f"#cached-token: {rnd.randint(0, 8192)}, token usage: {rnd.random():.2f}, #running-req: "
+                     f"{rnd.randint(0, 256)}, #queue-req: {rnd.randint(0, 9)}", 0)
+            elif x < 0.85:
+                route = rnd.choice(("/v1/chat/completions", "/generate", "/health", "/v1/models", "/metrics"))
+                emit(f'INFO:     10.{rnd.randint(0, 255)}.{rnd.randint(0, 255)}.{rnd.randint(1, 254)}:'
+                     f'{rnd.randint(1024, 65535)} - "{"GET" if route in ("/health", "/v1/models", "/metrics") else "POST"} '
+                     f'{route} HTTP/1.1" 200 OK')
+            elif x < 0.93:
+                r = rnd.randint(0, 7)
+                emit(f"Capturing batches (bs={rnd.choice((1, 2, 4, 8, 16))} avail_mem={rnd.uniform(1, 9):.2f} GB): "
+                     f"{rnd.randint(0, 100)}%|{'█' * rnd.randint(0, 10):<10}| {rnd.randint(0, 36)}/36 "
+                     f"[00:{rnd.randint(0, 59):02d}<00:{rnd.randint(0, 59):02d}, {rnd.uniform(1, 3):.2f}it/s]", r)
+            elif x < 0.96:
+                emit("Scheduler hit an exception: Traceback (most recent call last):", rnd.randint(0, 7))
+                for f, fn in (("scheduler.py", "event_loop_overlap"), ("tp_worker.py", "forward_batch_generation"),
+                              ("model_runner.py", "forward_decode"), ("cuda_graph_runner.py", "replay")):
+                    emit(f'  File "{SITE}/sglang/srt/{f}", line {rnd.randint(10, 3000)}, in {fn}', prefixed=False)
+                    emit(f"    return self.{fn}(batch)", prefixed=False)
+                emit("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                     f"{rnd.uniform(1, 9):.2f} GiB. GPU {rnd.randint(0, 7)} has a total capacity of 139.81 GiB",
+                     prefixed=False)
+            elif x < 0.98:
+                emit(f"Cache flushed for request {rnd.getrandbits(128):032x} after {rnd.randint(1, 999)} ms", 0)
+            else:
+                emit(f"Unexpected {rnd.choice(WORDS)}{rnd.randint(0, 99)} near {rnd.choice(WORDS)}"
+                     f"{rnd.randint(0, 99)}.{rnd.choice(WORDS)}_{rnd.choice(WORDS)}", rnd.randint(0, 7))
+
+
+def messages(path: Path):
+    fp, name = open_recorded(str(path))
+    with fp:
+        norm = Normalizer()
+        for line_no, text in read_lines(fp, name):
+            yield from norm.feed(line_no, text)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, default=2_000_000)
+    ap.add_argument("--max-clusters", type=int, default=20_000)
+    ap.add_argument("--generate", metavar="PATH", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.generate:
+        generate(Path(a.generate), a.lines)
+        return 0
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"sglang-{a.lines}.log"
+    if not path.exists():
+        gen = HERE / "gen_log.py"
+        if gen.exists():
+            cmd = [sys.executable, str(gen), "--lines", str(a.lines), "--seed", "1", "-o", str(path)]
+        else:
+            cmd = [sys.executable, __file__, "--lines", str(a.lines), "--generate", str(path)]
+        subprocess.run(cmd, check=True)  # in a child: the generator's memory is not counted here
+    size = path.stat().st_size / 1e6
+    print(f"{path.name}: {size:.0f} MB; peak RSS at start {peak_mib():.1f} MiB")
+
+    t = time.perf_counter()
+    n = sum(1 for _ in messages(path))
+    t_read = time.perf_counter() - t
+    print(f"1. read + normalize:          {n:,} records in {t_read:.1f} s = {n / t_read:,.0f} lines/s; "
+          f"peak RSS {peak_mib():.1f} MiB")
+
+    miner = TemplateMiner(max_clusters=a.max_clusters)
+    t = time.perf_counter()
+    for i, rec in enumerate(messages(path), 1):
+        miner.add_masked(mask(rec.message))
+        if i % 500_000 == 0:
+            print(f"   {i:>9,} lines mined: {len(miner):,} templates, {miner.evicted:,} evicted, "
+                  f"peak RSS {peak_mib():.1f} MiB")
+    t_mine = time.perf_counter() - t
+    mining = t_mine - t_read
+    print(f"2. read + normalize + mine:   {n / t_mine:,.0f} lines/s; mining alone {n / mining:,.0f} lines/s; "
+          f"{len(miner):,} templates (cap {a.max_clusters:,}), {miner.evicted:,} evicted; peak RSS {peak_mib():.1f} MiB")
+
+    t = time.perf_counter()
+    novel = sum(1 for rec in messages(path) if miner.match_masked(mask(rec.message)) is None)
+    t_match = time.perf_counter() - t
+    print(f"3. read + normalize + match:  {n / t_match:,.0f} lines/s; matching alone {n / (t_match - t_read):,.0f} "
+          f"lines/s; {novel:,} lines fit no live template; peak RSS {peak_mib():.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
