@@ -31,14 +31,14 @@ def main(argv: list[str]) -> int:
     base = train.Config()
     configs = {
         "default": base,
-        "C=1": replace(base, C=1.0),
+        "C=0.3": replace(base, C=0.3),
         "C=5": replace(base, C=5.0),
-        "C=100": replace(base, C=100.0),
+        "C=20": replace(base, C=20.0),
         "no class weights": replace(base, class_weight=None),
-        "words only": replace(base, char=False),
-        "chars only": replace(base, word=False),
-        "chars x0.5": replace(base, char_weight=0.5),
-        "chars min_df=1": replace(base, char_min_df=1),
+        "words + chars": replace(base, char=True),
+        "words + chars/2": replace(base, char=True, char_weight=0.5),
+        "chars only": replace(base, word=False, char=True),
+        "words <= 2000": replace(base, word_max_features=2000),
     }
     print(f"{'config':<18} {'top-1':>6} {'F1':>6} {'answered':>9} {'right|ans':>10} {'ECE':>6} {'secs':>5}")
     ev = None

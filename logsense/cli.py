@@ -64,20 +64,24 @@ def analyze(
 def tail(
     target: Annotated[Optional[str], typer.Argument(help="A systemd unit, or a log file path to follow.")] = None,
     until_ready: Annotated[bool, typer.Option("--until-ready", help="Exit 0 at ready, 1 on failure, 3 at --timeout.")] = False,
-    timeout: Annotated[Optional[str], typer.Option("--timeout", help="With --until-ready: e.g. 20m, 90s, 1h.")] = None,
+    timeout: Annotated[Optional[str], typer.Option("--timeout", help="Give up after this long, exit 3: e.g. 20m, 90s, 1h.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text or jsonl.")] = "text",
     file: Annotated[Optional[list[str]], typer.Option("--file", help="Read this journal file (as journalctl --file).")] = None,
     directory: Annotated[Optional[str], typer.Option("--directory", "-D", help="Read journal files in this dir.")] = None,
     since: Annotated[Optional[str], typer.Option("--since", help="Start at this time (journalctl syntax).")] = None,
     boot: Annotated[Optional[str], typer.Option("--boot", "-b", help="Only this boot (journalctl syntax).")] = None,
     resume: Annotated[Optional[str], typer.Option("--resume", help="State file: continue where the last run stopped.")] = None,
-    from_start: Annotated[bool, typer.Option("--from-start", help="For a file: read it from the start, then follow.")] = False,
+    from_start: Annotated[bool, typer.Option("--from-start", help="Read every startup (the whole file or journal), not only the latest.")] = False,
     no_follow: Annotated[bool, typer.Option("--no-follow", help="Read what is there and stop.")] = False,
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say which journal reader is used.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say which journal reader is used, and file rotations.")] = False,
 ) -> None:
-    """Follow a unit's journal (from its latest start) or a file, showing the startup live."""
+    """Follow a unit's journal (from its latest start) or a file, showing the startup live.
+
+    Exit: 0 ready (--until-ready), 1 failure or the unit stopped, 2 unreadable, 3 --timeout, 130 Ctrl-C.
+    LOGSENSE_JOURNAL_BACKEND=systemd|journalctl picks the journal reader (default: systemd-python if installed).
+    """
     _check_format(fmt, ("text", "jsonl"))
     from logsense.commands import tail as cmd
 
@@ -159,8 +163,9 @@ def stats(
 
 @app.command()
 def diff(
-    good: Annotated[str, typer.Argument(help="A startup log that worked.")],
-    bad: Annotated[str, typer.Argument(help="A startup log that failed ('-' reads stdin; <(command) works).")],
+    good: Annotated[str, typer.Argument(help="A startup log that worked (plain or .gz).", metavar="GOOD")],
+    bad: Annotated[str, typer.Argument(help="A startup log that failed; '-' reads stdin, <(command) works.",
+                                       metavar="BAD")],
     fmt: FormatOpt = "text",
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,

@@ -46,7 +46,6 @@ _EVIDENCE_RANK = {"exception": 0, "error": 1, "traceback": 2, "warning": 3, "fra
 _BARE_TRACEBACK = "Traceback (most recent call last):"
 ERRORISH = ("exception", "error", "traceback")
 
-_ORDER = {name: i for i, name in enumerate(PHASES)}
 # The server_args dump is compared flag by flag in the facts, not as one huge template.
 _SKIP_PREFIXES = ("server_args=", "ServerArgs(", "Namespace(")
 _FRAME = re.compile(r'\s*File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)')
@@ -201,9 +200,10 @@ class _Templates:
 class RunObserver:
     """A pipeline observer: mines every record of one run; with a reference, keeps what is new to it."""
 
-    def __init__(self, pipeline: Pipeline, reference: TemplateMiner | None = None) -> None:
+    def __init__(self, pipeline: Pipeline, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
         self.pipeline = pipeline
         self.reference = reference
+        self.keep_all = keep_all  # False: only the lines new to the reference are mined (--baseline)
         self.kinds = Kinds()
         self.restarts = pipeline.timeline.restarts
         self._reset()
@@ -222,7 +222,8 @@ class RunObserver:
             return
         masked = mask(msg)
         chain = self.kinds.chain
-        self.all.add(rec, masked, phase, kind, chain)
+        if self.keep_all:
+            self.all.add(rec, masked, phase, kind, chain)
         if self.reference is not None and self.reference.match_masked(masked) is None:
             self.new.add(rec, masked, phase, kind, chain)
 
@@ -539,7 +540,7 @@ class NoveltyHook:
         self.inner = inner
 
     def attach(self, pipeline: Pipeline) -> None:
-        pipeline.observers.append(RunObserver(pipeline, reference=self.baseline.miner))
+        pipeline.observers.append(RunObserver(pipeline, reference=self.baseline.miner, keep_all=False))
         if self.inner is not None and hasattr(self.inner, "attach"):
             self.inner.attach(pipeline)
 

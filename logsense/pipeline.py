@@ -44,6 +44,7 @@ class Pipeline:
         self.lines = max(self.lines, rec.line)
         entered, progress = self.timeline.feed(rec)
         if self.timeline.restarts != self._restarts:
+            out.extend(self.flush())  # what the previous startup left open is its own, not the new one's
             self._restarts = self.timeline.restarts
             self.ranker.clear()
             self.facts = Facts()

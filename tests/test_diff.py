@@ -444,3 +444,16 @@ def test_baseline_dir_missing():
 
     with pytest.raises(SourceError):
         baseline_classifier("/nonexistent/healthy", None)
+
+
+def test_corpus_pair_when_present(rules):
+    from conftest import CORPORA
+
+    good = CORPORA / "healthy" / "k26-ddtree-ready.log"
+    bad = CORPORA / "mission" / "flash-attn-cute-warmup.log"
+    if not (good.is_file() and bad.is_file()):
+        pytest.skip("the bundled corpus pair is not here")
+    r = compare(str(good), str(bad), rules)
+    assert r.divergence.phase == "warmup"
+    assert r.first_error.text.startswith("ImportError: Vendored FlashAttention CUTE is not available")
+    assert any("vision.py:forward" in p for p in r.code_paths)

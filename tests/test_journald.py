@@ -141,6 +141,8 @@ def journals(tmp_path_factory):
     j["slow"] = str(d / "slow.journal")
     write_journal(d / "stopped.journal", unit_entries(startup(), stopped=T0 + 110))
     j["stopped"] = str(d / "stopped.journal")
+    write_journal(d / "gone.journal", unit_entries(startup() + ready_tail(), stopped=T0 + 200))
+    j["gone"] = str(d / "gone.journal")  # it was ready, and has stopped since
     # two boots: the old one failed at import; the latest became ready
     boots = unit_entries([(earlier + 5, sglang(earlier + 5, FA_IMPORT))], started=earlier, invocation="c" * 32)
     boots = [b.replace(BOOT.encode(), BOOT_OLD.encode()) for b in boots]
@@ -204,6 +206,8 @@ def test_until_ready_exit_codes(journals, capsys, monkeypatch, backend):
     assert code == 1 and diagnoses(ev) == ["cuda_oom_cuda_graph"]
     code, ev = run(capsys, monkeypatch, backend, pack, files=[journals["stopped"]], until_ready=True, follow=True)
     assert code == 1 and ev[-1]["reason"] == "stopped"  # no rule knows why, but the unit is gone
+    code, ev = run(capsys, monkeypatch, backend, pack, files=[journals["gone"]], until_ready=True, follow=True)
+    assert code == 1 and ev[-1]["reason"] == "stopped"  # ready once is not ready now
     code, ev = run(capsys, monkeypatch, backend, pack, files=[journals["slow"]], until_ready=True, follow=True,
                    timeout="0.7s")
     assert code == 3
@@ -285,7 +289,7 @@ def test_resume_neither_repeats_nor_misses_a_diagnosis(tmp_path, capsys, monkeyp
 
 @needs_journal_remote
 def test_text_output(journals, capsys, monkeypatch):
-    backend = "systemd" if journald._choose_backend("auto")[0] == "systemd" else "journalctl"
+    backend = "systemd" if journald.choose_backend("auto")[0] == "systemd" else "journalctl"
     code, text = run(capsys, monkeypatch, backend, journals["pack"], fmt="text", files=[journals["ok"]],
                      until_ready=True, follow=True)
     assert code == 0

@@ -123,3 +123,18 @@ def test_max_children_routes_to_wildcard():
     # the first tokens beyond the cap share the wildcard branch, and still match
     assert m.match("zeta starts now") is not None
     assert len(m._root[3]) <= 4
+
+
+def test_crowded_leaf_is_capped():
+    m = TemplateMiner(max_leaf=8)
+    for i in range(100):
+        m.add(f"Unexpected w{i}x near v{i * 3}y")  # same shape, never similar enough to merge
+    assert all(len(leaf) <= 8 for leaf in _leaf_lists(m._root))
+    assert m.match("Unexpected w99x near v297y") is not None  # the recent ones stay
+    assert m.match("Unexpected w0x near v0y") is None
+
+
+def test_huge_messages_are_cut_before_masking():
+    masked = mask("load shard 12 " * 2000)
+    assert len(masked) <= 2048 * 2 and masked.startswith("load shard <NUM> load")
+    assert not masked.endswith(" ")

@@ -13,6 +13,7 @@ stdout (`| head -1`) ends it with 0. 2 when the journal or file cannot be read.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import select
@@ -35,6 +36,7 @@ QUIET = 0.5  # seconds without a new line before open events are closed (pipelin
 TICK = 0.25  # seconds between redraws of the status line
 LINGER = 2.0  # at most this long after a failure (with --until-ready) for the lines that complete it
 SAVE_EVERY = 1.0  # seconds between two writes of the --resume state
+SCAN_BYTES = 256 << 20  # how far back from a file's end its latest startup is looked for
 SKEW_LIMIT = 12 * 3600  # a log whose times are further than this from the clock is not live
 STATE_SCHEMA = 1
 _FILE_SUFFIXES = (".log", ".txt", ".out", ".err", ".gz")
@@ -102,8 +104,8 @@ def main(
     finally:
         signal.signal(signal.SIGTERM, old_term)
         if source is not None:
+            t.save(force=True)
             source.close()
-        t.save(force=True)
         try:
             view.close()
         except BrokenPipeError:
@@ -247,6 +249,8 @@ class Tail:
         self.phase = "import"
         self.phase_epoch: float | None = None
         self.progress: tuple[int, int] | None = None
+        self._restarts = 0
+        self._boundaries: list[int] = []  # first lines of the startups after the first, in this run
         if self.state is not None and start is not None:
             self.state.data["start"] = start
             self.state.data["reported"] = sorted(self.reported)
@@ -266,11 +270,12 @@ class Tail:
             since_arg: str | None = "@0"  # every run in the journal, not just the latest
         else:
             since_arg = since
+        backend, reason = journald.choose_backend()
+        how = "systemd-python (journal.Reader)" if backend == "systemd" else "journalctl -o json"
+        self.say(f"reading the journal with {how} ({reason})")
         src = journald.JournalSource(unit, files=files, directory=directory, since=None if cursor else since_arg,
-                                     boot=None if cursor else boot, cursor=cursor, follow=follow)
+                                     boot=None if cursor else boot, cursor=cursor, follow=follow, backend=backend)
         self.names = src.names
-        self.say(f"reading the journal with {'systemd-python (journal.Reader)' if src.backend == 'systemd' else 'journalctl -o json'}"
-                 f" ({src.reason})")
         first = src.run_start
         if cursor:
             start = "resuming where the last run stopped"
@@ -278,6 +283,8 @@ class Tail:
             start = "from the start of the journal"
         elif since:
             start = f"since {since}"
+        elif not src.names:
+            start = "every unit, from the first entry"
         elif first is not None:
             start = f"from its latest start ({_utc(journald.entry_epoch(first))}: {journald.message(first)[:80]})"
         else:
@@ -288,6 +295,12 @@ class Tail:
         return src
 
     def open_file(self, path: str, from_start: bool, follow: bool):
+        try:
+            with open(path, "rb") as fh:
+                if fh.read(2) == b"\x1f\x8b":
+                    raise UsageError(f"{path}: gzip-compressed, not a live log (logsense analyze reads it)")
+        except OSError:
+            pass  # not there yet, or unreadable: the follower says so
         st = self.state.data if self.state is not None and self.replaying else None
         if st is not None and isinstance(st.get("start"), dict):
             s0 = st["start"]
@@ -317,9 +330,12 @@ class Tail:
             def accept(text: str) -> bool:
                 return any(m.regex.search(r.message) for r in Normalizer().feed(0, text) for m in spec.markers)
 
-            off = last_line_offset(path, literals, accept)
+            off = last_line_offset(path, literals, accept, limit=SCAN_BYTES)
             if off is not None:
                 return off, f"from the latest startup (byte {off})"
+        size = os.path.getsize(path)
+        if size > SCAN_BYTES:
+            return size - SCAN_BYTES, f"from its last {SCAN_BYTES >> 20} MiB (no startup marker in them)"
         return 0, "from its start (no startup marker in it)"
 
     def _set_start(self, start) -> None:
@@ -370,10 +386,8 @@ class Tail:
     def _decide(self, now: float, done: bool, deadline: float | None) -> int | None:
         if self.replaying:
             return None
-        if self.until_ready and self.ready:
-            self.end("ready", 0, self.pipeline.finish(self._source_name()))
-            return 0
-        if (self.failed and self.until_ready) or (self.stopped and not self.concluded):
+        # a unit that stopped is not ready, even if it was; a root cause before ready does not outrank ready
+        if (self.stopped and not self.concluded) or (self.until_ready and self.failed and not self.ready):
             if self.settle_since is None:
                 self.settle_since = now
             quiet = now - self.last_data >= QUIET and not self.pipeline.framer.busy
@@ -384,10 +398,13 @@ class Tail:
                     self.end(reason, 1, report)
                     return 1
                 self.view.summary(report, "stopped")
+        elif self.until_ready and self.ready and not self.stopped:
+            self.end("ready", 0, self.pipeline.finish(self._source_name()))
+            return 0
         if done:
             report = self._conclude()
             if self.until_ready:
-                code = 0 if report.status.value == "ready" else (1 if report.failed or self.stopped else 3)
+                code = 1 if self.stopped or (report.failed and not self.ready) else (0 if self.ready else 3)
             else:
                 code = 1 if report.failed else 0
             self.end("input-end", code, report)
@@ -404,8 +421,10 @@ class Tail:
         self._handle(self.pipeline.flush())
         report = self.pipeline.finish(self._source_name())
         for d in report.diagnoses:
-            if d.root and d.cause not in self.reported:
-                self._diagnosis(d, d.evidence[0].line if d.evidence else None)
+            line = d.evidence[0].line if d.evidence else None
+            if d.root and self._key(d, line) not in self.reported:
+                self.failed = True
+                self._diagnosis(d, line)
         self.concluded = True
         self.settle_since = None
         return report
@@ -488,9 +507,13 @@ class Tail:
         self.view.notice(what)
 
     def _handle(self, updates) -> None:
-        for u in updates:
-            if u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None:
-                if u.diagnosis.root and u.diagnosis.cause not in self.reported:
+        if self.pipeline.timeline.restarts != self._restarts:
+            self._restarted()
+        for u in self._strongest_first(updates):
+            if u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None and u.diagnosis.root:
+                if not (self._boundaries and (u.line or 0) < self._boundaries[-1]):
+                    self.failed = True  # said already (before a --resume) or now; not an earlier startup's
+                if self._key(u.diagnosis, u.line) not in self.reported:
                     self._diagnosis(u.diagnosis, u.line)
             elif u.kind in (UpdateKind.PHASE, UpdateKind.READY):
                 epoch = _epoch(u.time, utc=self.kind == "journal")
@@ -511,11 +534,38 @@ class Tail:
                 if not self.replaying:
                     self.view.progress(u.phase, *u.progress)
 
+    def _strongest_first(self, updates: list) -> list:
+        """One event can fire several root rules: the highest priority is said first (in full)."""
+        at = [i for i, u in enumerate(updates) if u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None]
+        if len(at) < 2:
+            return updates
+
+        def rank(u) -> tuple:
+            rule = self.rules.get(u.diagnosis.rule) if u.diagnosis.rule else None
+            return (u.line or 0, -(rule.spec.priority if rule else 0), -u.diagnosis.confidence)
+
+        out = list(updates)
+        for i, u in zip(at, sorted((updates[i] for i in at), key=rank), strict=True):
+            out[i] = u
+        return out
+
+    def _key(self, d: Diagnosis, line: int | None) -> str:
+        """What a diagnosis is said once for: its cause, in the startup its first line is in (a log may
+        hold several; a traceback the last one left open is closed after the next one began)."""
+        n = bisect.bisect_right(self._boundaries, line if line is not None else self.line)
+        return f"{d.cause}#{n}" if n else d.cause
+
+    def _restarted(self) -> None:
+        """The log began a new startup (a new server_args after the weights): its own outcome counts."""
+        self._restarts = self.pipeline.timeline.restarts
+        phases = self.pipeline.timeline.phases()
+        self._boundaries.append(phases[0].start_line if phases else self.line)
+        self.ready = self.failed = self.concluded = False
+        self.settle_since = None
+        self.progress = None
+
     def _diagnosis(self, d: Diagnosis, line: int | None) -> None:
-        self.reported.add(d.cause)
-        self.failed = self.failed or d.root
-        if self.replaying and self.state is not None and d.cause in self.state.reported:
-            return  # said before the restart
+        self.reported.add(self._key(d, line))
         self.view.diagnosis(d, line)
         if self.state is not None:
             self.state.data["reported"] = sorted(self.reported)

@@ -19,6 +19,7 @@ from logsense.learn.linear import LinearModel, Prediction
 from logsense.model import Diagnosis, Evidence, Fix, Origin
 
 MAX_EVIDENCE = 6
+UNKNOWN_CONFIDENCE = 0.3  # as the rules' unknown
 STDIN_KEEP = 256 << 20  # bytes of piped input kept for the model's second reading
 
 
@@ -75,9 +76,9 @@ class Classifier:
         verdict, p, guess = decide(pred.probs, doc, self.threshold)
         explains = tuple(d.rule for d in symptoms if d.rule)
         if verdict == HEALTHY:
-            if self.required:
+            if self.required and (root is None or p >= self.threshold):
                 return symptoms  # the classifier alone decides: it says the startup is fine
-            return diagnoses
+            return diagnoses  # an unknown failure with its tracebacks stays: the model is not sure enough
         if verdict != UNKNOWN:
             return [self._diagnosis(verdict, p, doc, pred, phase, explains)] + symptoms
         # not sure enough: keep (or, with no rules, say) unknown, and name the best guess
@@ -95,7 +96,7 @@ class Classifier:
         from logsense.taxonomy import title
 
         unknown = Diagnosis(
-            cause=UNKNOWN, rule=None, root=True, origin=Origin.CLASSIFIER, confidence=round(1.0 - guess_p, 3),
+            cause=UNKNOWN, rule=None, root=True, origin=Origin.CLASSIFIER, confidence=UNKNOWN_CONFIDENCE,
             title=title(UNKNOWN),
             explanation="The startup failed, but nothing identifies why; the lines below are the last errors." + note,
             phase=doc.notes[-1].phase if doc.notes else phase,

@@ -18,11 +18,11 @@ def decide(probs: dict[str, float] | list[tuple[str, float]], doc: Doc, threshol
     if doc.ready and not doc.errors_after_ready:
         return HEALTHY, 1.0, HEALTHY
     top, p = items[0]
-    best = next(((c, q) for c, q in items if c != HEALTHY), (UNKNOWN, 0.0))
+    best = next(((c, q) for c, q in items if c not in (HEALTHY, UNKNOWN)), (UNKNOWN, 0.0))
     if top == HEALTHY:
-        if p >= threshold or not doc.failure_signs:
-            return HEALTHY, p, best[0]
-        return UNKNOWN, best[1], best[0]
+        return HEALTHY, p, best[0]  # the model believes in no failure more than in any one
+    if top == UNKNOWN:
+        return UNKNOWN, p, best[0]  # like the corpus's failures whose cause is not in the log
     if p >= threshold:
         return top, p, top
     return UNKNOWN, p, top

@@ -25,7 +25,7 @@ _ERRORISH = re.compile(
     r"[Cc]annot |[Cc]an't |[Uu]nable to|[Nn]ot found|No such|[Dd]enied|[Rr]efused|[Tt]imed? ?out|"
     r"[Kk]illed|[Aa]bort|out of memory|OOM|[Ii]nvalid|[Uu]nsupported|not supported|mismatch|"
     r"undefined symbol|[Nn]ot enough|[Ii]llegal|NaN|\binf\b|[Ww]atchdog|SIGQUIT|sigquit|[Ss]egmentation|"
-    r"[Dd]eadlock|[Hh]ang|[Rr]etract|Possible solutions|[Pp]lease (?:use|set|install|upgrade|try)"
+    r"[Dd]eadlock|\b[Hh]ang(?:s|ing)?\b|[Rr]etract|Possible solutions"
 )
 _LEVEL = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
 
@@ -65,8 +65,11 @@ def _rank(m: re.Match) -> str:
     return m.group(2) + m.group(3) + "n"
 
 
+_NOT_ERRORS = ("server_args=", "ServerArgs(", "Namespace(model_path=")  # flag dumps name every *_timeout
+
+
 def is_errorish(text: str) -> bool:
-    return bool(_ERRORISH.search(text))
+    return bool(_ERRORISH.search(text)) and not any(x in text[:64] for x in _NOT_ERRORS)
 
 
 @dataclass
@@ -112,7 +115,7 @@ class Digest:
             if not rec.message.strip():
                 return
             self.tail.append(event)
-            if not (_ERRORISH.search(rec.message) or _LEVEL.search(rec.raw)):
+            if not (is_errorish(rec.message) or _LEVEL.search(rec.raw)):
                 return
         if event.kind != "line":
             self.tail.append(event)
@@ -127,8 +130,9 @@ class Digest:
     def doc(self, phase: str = "import", ready_line: int | None = None, since_line: int = 0) -> Doc:
         """The document of what was seen from `since_line` on (a restart's new start)."""
         notes = sorted((n for n in self.errors.values() if n.line >= since_line), key=lambda n: n.line)
-        tail = [n for n in (_note(e) for e in self.tail if e.first_line >= since_line)
-                if n is not None and n.text not in self.errors]
+        tail: list[Note] = []
+        if not notes:  # nothing error-ish (a hang, a cut log): the last events are all there is to read
+            tail = [n for n in (_note(e) for e in self.tail if e.first_line >= since_line) if n is not None]
         after = sum(1 for n in notes if ready_line is not None and n.line > ready_line)
         return build_doc(notes, tail, phase, ready_line is not None, after, self.tracebacks)
 

@@ -39,8 +39,8 @@ class Prediction:
         return next((p for c, p in self.probs if c == cause), 0.0)
 
     def best_failure(self) -> tuple[str, float]:
-        """The most likely cause that is not 'healthy'."""
-        return next(((c, p) for c, p in self.probs if c != "healthy"), ("unknown", 0.0))
+        """The most likely cause that is neither 'healthy' nor 'unknown'."""
+        return next(((c, p) for c, p in self.probs if c not in ("healthy", "unknown")), ("unknown", 0.0))
 
 
 class Block:

@@ -146,7 +146,7 @@ def render(result: DiffResult, console: Console) -> None:
         if d.good:
             console.print(_line("good", d.good, ""))
         if d.bad and not d.good:
-            console.print(Text("  the good run did everything else the bad run did in this phase", style="dim"))
+            console.print(Text("  (the good run has no line of its own in this phase)", style="dim"))
     if result.first_error:
         console.print(Text("first error only the bad run printed:", style="bold"))
         console.print(_line("bad", result.first_error, "bold red"))

@@ -73,6 +73,8 @@ class LiveView:
             status_line = console.file.isatty() and os.environ.get("TERM") != "dumb"
         self.status_line = status_line
         self._drawn = False
+        self._said: set[int] = set()  # evidence lines of the diagnoses said in this run
+        console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign] # rich would exit 1; a closed pipe is an end
 
     # -- lines that stay -----------------------------------------------------------------------
 
@@ -104,7 +106,13 @@ class LiveView:
 
     def diagnosis(self, d: Diagnosis, line: int | None) -> None:
         self._clear()
-        report_text.render_diagnosis(self.console, d, principal=True)
+        lines = {e.line for e in d.evidence}
+        if lines & self._said:
+            # the same lines were already explained by a stronger cause: one line for this one
+            report_text.render_brief(self.console, d, f"also: [{d.cause}] sure {report_text.sureness(d.confidence)} —")
+        else:
+            report_text.render_diagnosis(self.console, d, principal=True)
+        self._said |= lines
         self.console.file.flush()
 
     def ready(self, phases: tuple[Phase, ...], total: float | None) -> None:
@@ -115,6 +123,7 @@ class LiveView:
             t = Text("■ unit stopped: ", style="bold yellow")
         else:
             t = Text("↻ unit started again: ", style="bold")
+            self._said.clear()
         t.append(clean(text))
         self._print(t)
 
@@ -140,6 +149,8 @@ class LiveView:
             if report.root.phase:
                 head.append(f" in {label(report.root.phase)}", style="red")
             head.append(f": {clean(report.root.title)}")
+        elif report.status.value == "ready" and reason == "stopped":
+            head.append("✗ the server became ready, then the unit stopped", style="bold red")
         elif report.status.value == "ready":
             head.append("✓ the server became ready; no failure found", style="green")
         elif reason == "stopped":
@@ -181,3 +192,6 @@ class LiveView:
         except (OSError, ValueError):
             pass
 
+
+def _broken_pipe() -> None:
+    raise BrokenPipeError

@@ -244,7 +244,7 @@ class JournalSource:
         _check_readable(self.files, self.directory)
         since_epoch = parse_since(since) if since else None
         boot_spec = _boot_spec(boot) if boot else None
-        self.backend, self.reason = _choose_backend(backend)
+        self.backend, self.reason = choose_backend(backend)
         if self.backend == "systemd":
             self._impl: _Backend = _ReaderBackend(self, boot_spec)
         else:
@@ -255,6 +255,8 @@ class JournalSource:
         elif since_epoch is not None:
             self.started_at = "since"
             self._impl.start(since=since_epoch)
+        elif not self.names:
+            self._impl.start()  # no unit: every entry is of interest, from the first
         else:
             entries = self._impl.newest_first()
             try:
@@ -303,7 +305,8 @@ class _Backend:
         pass
 
 
-def _choose_backend(wanted: str | None) -> tuple[str, str]:
+def choose_backend(wanted: str | None = None) -> tuple[str, str]:
+    """('systemd' | 'journalctl', why): the binding when it is there, unless LOGSENSE_JOURNAL_BACKEND says."""
     wanted = (wanted or os.environ.get(BACKEND_ENV) or "auto").strip().lower()
     if wanted not in BACKENDS:
         raise UsageError(f"{BACKEND_ENV}={wanted!r}: choose from {', '.join(BACKENDS)}")

@@ -1,0 +1,342 @@
+"""The learned classifier: features, the JSON model, the pipeline hook, the shipped model being current."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPORA, ROOT
+from logsense.learn import corpus, features
+from logsense.learn.decide import decide
+from logsense.learn.features import Doc, mask
+from logsense.learn.hook import shipped_model_path
+from logsense.learn.linear import LinearModel
+
+pytest.importorskip("sklearn")
+
+REBUILD = "logsense train corpora/ -o logsense/data/"
+
+
+@pytest.fixture(scope="session")
+def incidents():
+    found = corpus.find([CORPORA])
+    if len(found) < 4:
+        pytest.skip("the corpus has fewer than 4 labelled logs")
+    return found
+
+
+@pytest.fixture(scope="session")
+def docs(incidents):
+    return corpus.documents(incidents, jobs=corpus.default_jobs())
+
+
+@pytest.fixture(scope="session")
+def fitted(incidents, docs):
+    from logsense.learn import train
+
+    warnings.filterwarnings("ignore", module="sklearn")
+    texts = [d.text for d in docs]
+    y = [i.cause for i in incidents]
+    cfg = train.Config()
+    f = train.fit(texts, y, cfg)
+    data = train.export(f, texts, [i.name for i in incidents], y, cfg, 1.0, {})
+    return f, LinearModel(data), texts
+
+
+@pytest.fixture(scope="session")
+def shipped():
+    path = shipped_model_path()
+    if not path.is_file():
+        pytest.fail(f"no shipped model at logsense/data/{path.name}: build it with `{REBUILD}`")
+    return LinearModel.load(path)
+
+
+# --- features ---
+
+
+def test_mask_hides_what_differs_between_two_logs_of_one_incident():
+    a = mask('[TP3] File "/home/alice/venv/lib/python3.10/site-packages/torch/cuda/__init__.py", line 284, '
+             "at 0x7f3a2c00 on cuda:3 from 10.0.0.7:29500")
+    b = mask('[TP6] File "/opt/conda/lib/python3.12/site-packages/torch/cuda/__init__.py", line 301, '
+             "at 0x55d1e000 on cuda:6 from 192.168.1.20:40000")
+    assert a == b
+    assert "__init__.py" in a and "alice" not in a and "0x" not in a
+
+
+def test_documents_come_from_the_pipeline_events(tmp_path):
+    log = tmp_path / "x.log"
+    log.write_text(
+        "[2026-01-01 00:00:00 TP0] Load weight begin. avail mem=79.1 GB\n"
+        "[2026-01-01 00:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/managers/scheduler.py", line 10, in run\n'
+        "    raise ValueError('bad')\n"
+        "ValueError: weight model.layers.7.mlp not found in checkpoint\n"
+        "[2026-01-01 00:00:06] Received sigquit from a child process. It usually means the child failed.\n"
+    )
+    doc = features.doc_of_file(str(log))
+    assert "ValueError: weight model.layers.N.mlp not found in checkpoint" in doc.text
+    assert "scheduler.py" in doc.text
+    assert "zzphaseweightloading" in doc.text and "zznotready" in doc.text
+    assert not doc.ready and doc.failure_signs
+
+
+def test_replayed_document_equals_the_attached_digest(incidents, shipped):
+    """analyze reads a file again for the model; tail and stdin feed a digest as they go: same document."""
+    from logsense.commands.common import rules_from_options
+    from logsense.learn.classifier import Classifier
+    from logsense.pipeline import Pipeline
+    from logsense.sources.recorded import open_recorded, read_lines
+
+    rs = rules_from_options(None, None, True)
+    for inc in incidents[:: max(1, len(incidents) // 12)]:
+        p = Pipeline(rs)
+        Classifier(shipped_model_path()).attach(p)
+        fp, name = open_recorded(str(inc.log))
+        with fp:
+            for n, t in read_lines(fp, name):
+                p.feed_line(n, t)
+        p.flush()
+        assert features.doc_of_pipeline(p).text == features.doc_of_file(str(inc.log)).text, inc.name
+
+
+# --- the model file ---
+
+
+def test_pure_python_prediction_equals_scikit_learn(fitted):
+    f, model, texts = fitted
+    proba = f.lr.predict_proba(f.matrix(texts))
+    for i, text in enumerate(texts):
+        got = dict(model.predict(text).probs)
+        want = dict(zip(f.classes, proba[i].tolist(), strict=True))
+        assert max(abs(got[c] - want[c]) for c in want) < 2e-3
+
+
+def test_the_model_file_is_data_not_code(tmp_path):
+    import pickle
+
+    from logsense.errors import ModelError
+
+    bad = tmp_path / "classifier.json"
+    bad.write_bytes(pickle.dumps({"format": "x"}))
+    with pytest.raises(ModelError):
+        LinearModel.load(bad)
+    bad.write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(ModelError):
+        LinearModel.load(bad)
+
+
+def test_shipped_model_is_current(incidents, shipped):
+    """The shipped model was built from the corpus as it is: rebuild it after changing corpora/."""
+    want = corpus.corpus_hash(incidents)
+    got = shipped.meta.get("corpus_hash")
+    assert got == want, (
+        f"logsense/data/classifier.json was trained on another corpus ({shipped.meta.get('logs')} logs; "
+        f"corpora/ now has {len(incidents)}): rebuild it with `{REBUILD}`"
+    )
+
+
+def test_shipped_model_speaks_taxonomy(shipped):
+    from logsense.taxonomy import causes
+
+    assert set(shipped.classes) <= set(causes()), set(shipped.classes) - set(causes())
+    assert "healthy" in shipped.classes
+    assert 0 < shipped.threshold < 1 and shipped.temperature > 0
+    text = shipped_model_path().read_text(encoding="utf-8")
+    assert "/home/" not in text and "/work/" not in text and "/root/" not in text
+
+
+# --- deciding ---
+
+
+def _doc(ready=False, after=0, notes=1) -> Doc:
+    return Doc("zz\n", notes=[object()] * notes, ready=ready, errors_after_ready=after)  # type: ignore[list-item]
+
+
+def test_decide():
+    probs = {"kv_cache_insufficient": 0.82, "healthy": 0.1, "disk_full": 0.08}
+    assert decide(probs, _doc(), 0.5) == ("kv_cache_insufficient", 0.82, "kv_cache_insufficient")
+    assert decide(probs, _doc(), 0.9)[0] == "unknown"
+    assert decide(probs, _doc(), 0.9)[2] == "kv_cache_insufficient"  # the best guess is kept
+    assert decide(probs, _doc(ready=True), 0.5)[0] == "healthy"  # ready, no error after it
+    assert decide(probs, _doc(ready=True, after=2), 0.5)[0] == "kv_cache_insufficient"
+    assert decide({"healthy": 0.4, "disk_full": 0.35}, _doc(), 0.5)[0] == "healthy"
+
+
+# --- evaluation splits ---
+
+
+def test_variants_share_a_group(incidents, docs):
+    groups = corpus.groups(incidents, docs)
+    by_stem: dict[str, set[str]] = {}
+    for inc, g in zip(incidents, groups, strict=True):
+        by_stem.setdefault(inc.log.name.split(".", 1)[0], set()).add(g)
+    assert all(len(gs) == 1 for gs in by_stem.values()), {s: gs for s, gs in by_stem.items() if len(gs) > 1}
+
+
+def test_group_kfold_never_splits_a_group(incidents, docs):
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
+    from logsense.learn.train import n_splits_for
+
+    groups = corpus.groups(incidents, docs)
+    for tr, te in GroupKFold(n_splits=n_splits_for(groups)).split(np.zeros(len(groups)), groups=groups):
+        assert not {groups[i] for i in tr} & {groups[i] for i in te}
+
+
+# --- commands ---
+
+
+def _tiny_corpus(tmp_path: Path, incidents) -> Path:
+    """A few corpus logs of a few causes, copied: fast to train on."""
+    out = tmp_path / "tiny"
+    picked: dict[str, int] = {}
+    for inc in incidents:
+        if picked.get(inc.cause, 0) >= 2 or (len(picked) >= 4 and inc.cause not in picked):
+            continue
+        picked[inc.cause] = picked.get(inc.cause, 0) + 1
+        d = out / inc.log.parent.name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / inc.log.name).write_bytes(inc.log.read_bytes())
+        (d / inc.label_path.name).write_bytes(inc.label_path.read_bytes())
+    return out
+
+
+def _logsense(*args: str, env: dict | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logsense", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "NO_COLOR": "1", **(env or {})}, timeout=120)
+
+
+def test_train_is_reproducible_and_eval_reports(tmp_path, incidents, capsys):
+    from logsense.commands import learn
+
+    tiny = _tiny_corpus(tmp_path, incidents)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        assert learn.train([str(tiny)], str(out)) == 0
+        printed = capsys.readouterr().out
+        assert "held out" in printed and "wrote" in printed
+    assert (a / "classifier.json").read_bytes() == (b / "classifier.json").read_bytes()
+    assert learn.evaluate([str(tiny)], "json") == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert set(ev["methods"]) == {"model", "nearest-neighbour", "majority"}
+    assert "macro_f1" in ev["methods"]["model"]["all"] and ev["confusion"]["labels"]
+    assert learn.evaluate([str(tiny)]) == 0
+    printed = capsys.readouterr().out
+    assert "per cause" in printed and "confusion matrix" in printed
+
+
+_MODULES = (
+    "import sys, atexit, json\n"
+    "atexit.register(lambda: sys.stderr.write('MODULES ' + json.dumps(sorted({m.split('.')[0] for m in sys.modules})) + '\\n'))\n"
+    "sys.argv = ['logsense'] + sys.argv[1:]\n"
+    "from logsense.cli import main\n"
+    "main()\n"
+)
+
+
+def _modules_after(*args: str) -> tuple[set[str], subprocess.CompletedProcess]:
+    p = subprocess.run([sys.executable, "-c", _MODULES, *args], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "NO_COLOR": "1"}, timeout=60)
+    line = next(x for x in p.stderr.splitlines() if x.startswith("MODULES "))
+    return set(json.loads(line[len("MODULES "):])), p
+
+
+def test_analyze_imports_no_sklearn_nor_pandas(incidents, shipped):
+    rule_case = CORPORA / "mission" / "python-h-missing.log"
+    mods, p = _modules_after("analyze", str(rule_case))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert not mods & {"sklearn", "pandas", "numpy", "scipy"}, mods & {"sklearn", "pandas", "numpy", "scipy"}
+    # the classifier's own path: a pure-Python dot product, still no scikit-learn
+    failing = next(i for i in incidents if i.cause not in ("healthy", "unknown"))
+    mods, p = _modules_after("analyze", "--no-rules", "--format", "json", str(failing.log))
+    assert p.returncode in (0, 1), p.stderr
+    assert not mods & {"sklearn", "pandas", "scipy"}, mods & {"sklearn", "pandas", "scipy"}
+
+
+def test_healthy_startups_stay_healthy(incidents, shipped):
+    """With the classifier (rules on, and --no-rules) no healthy corpus log gets a root diagnosis."""
+    from logsense.commands.analyze import analyze_path
+    from logsense.commands.common import rules_from_options
+    from logsense.learn.classifier import Classifier
+
+    path = shipped_model_path()
+    healthy = [i for i in incidents if i.cause == "healthy"]
+    assert healthy
+    for no_rules in (False, True):
+        rs = rules_from_options(None, None, no_rules)
+        clf = Classifier(path, required=no_rules)
+        for inc in healthy:
+            report, _ = analyze_path(str(inc.log), rs, clf)
+            roots = [d for d in report.diagnoses if d.root]
+            assert not roots, f"{inc.name} (no_rules={no_rules}): {roots[0].cause} from {roots[0].origin.value}"
+
+
+def test_classifier_diagnosis(incidents, shipped):
+    from logsense.commands.analyze import analyze_path
+    from logsense.commands.common import rules_from_options
+    from logsense.learn.classifier import Classifier
+    from logsense.taxonomy import causes
+
+    rs = rules_from_options(None, None, True)
+    clf = Classifier(shipped_model_path(), required=True)
+    seen = 0
+    for inc in incidents:
+        if inc.cause in ("healthy", "unknown"):
+            continue
+        report, _ = analyze_path(str(inc.log), rs, clf)
+        root = report.root
+        if root is None or root.cause == "unknown":
+            continue
+        seen += 1
+        assert root.origin.value == "classifier" and root.root and root.rule is None
+        assert shipped.threshold <= root.confidence <= 1
+        assert root.nearest and root.nearest.startswith("corpora/")
+        assert [f.value for f in root.fixes] == list(causes()[root.cause].fix)
+        assert "probably" in root.explanation
+        if seen >= 5:
+            break
+    assert seen, "the classifier named no cause on its own training logs"
+
+
+def test_below_the_threshold_it_says_unknown(incidents, shipped):
+    from logsense.commands.analyze import analyze_path
+    from logsense.commands.common import rules_from_options
+    from logsense.learn.classifier import Classifier
+
+    rs = rules_from_options(None, None, True)
+    clf = Classifier(shipped_model_path(), required=True, threshold=1.01)
+    failing = [i for i in incidents if i.cause not in ("healthy", "unknown")][:6]
+    verdicts = []
+    for inc in failing:
+        report, _ = analyze_path(str(inc.log), rs, clf)
+        root = report.root
+        verdicts.append(root.cause if root else None)
+        if root is not None:
+            assert root.cause == "unknown"
+            assert "best guess" in root.explanation
+    assert "unknown" in verdicts
+
+
+def test_stdin_is_read_again_for_the_model(incidents, shipped):
+    failing = next(i for i in incidents if i.cause not in ("healthy", "unknown") and i.log.suffix == ".log")
+    a = _logsense("analyze", "--no-rules", "--format", "json", str(failing.log))
+    with open(failing.log, "rb") as fh:
+        b = subprocess.run([sys.executable, "-m", "logsense", "analyze", "--no-rules", "--format", "json", "-"],
+                           stdin=fh, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    da, db = json.loads(a.stdout)["diagnoses"], json.loads(b.stdout)["diagnoses"]
+    assert [d["cause"] for d in da] == [d["cause"] for d in db]
+    assert [d["confidence"] for d in da] == [d["confidence"] for d in db]
+
+
+def test_missing_model_with_no_rules_is_an_error(tmp_path):
+    p = _logsense("analyze", "--no-rules", str(CORPORA / "mission" / "python-h-missing.log"),
+                  env={"LOGSENSE_MODEL": str(tmp_path / "none.json")})
+    assert p.returncode == 2
+    assert "logsense train" in p.stderr

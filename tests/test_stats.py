@@ -1,0 +1,121 @@
+"""`logsense stats`: one row per log from files, dirs, globs and archives, as table / csv / json / parquet."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+import pytest
+
+from conftest import CORPORA, ROOT
+
+pd = pytest.importorskip("pandas")
+
+MISSION = CORPORA / "mission"
+FAILED = MISSION / "python-h-missing.log"
+HEALTHY = CORPORA / "healthy" / "k26-ddtree-ready.log"
+
+
+def _stats(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logsense", "stats", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def two_logs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("logs")
+    (d / "bad.log").write_bytes(FAILED.read_bytes())
+    (d / "good.log").write_bytes(HEALTHY.read_bytes())
+    (d / "bad.label.yaml").write_text("cause: python_headers_missing\n")  # labels are not logs
+    return d
+
+
+def test_one_row_per_log(two_logs):
+    from logsense.learn.stats import COLUMNS, frame
+
+    df = frame([str(two_logs)], jobs=1)
+    assert list(df.columns) == COLUMNS
+    assert len(df) == 2
+    bad = df[df["source"].str.endswith("bad.log")].iloc[0]
+    good = df[df["source"].str.endswith("good.log")].iloc[0]
+    assert bad["status"] == "failed" and bad["cause"] == "python_headers_missing"
+    assert bad["phase"] == "cuda_graph_capture" and bad["origin"] == "rule" and bad["rule"]
+    assert "python3" in bad["fix"] and 0 < bad["confidence"] <= 1
+    assert bad["time_to_failure"] > 60 and pd.isna(bad["time_to_ready"])
+    assert good["status"] == "ready" and good["cause"] == "healthy" and pd.isna(good["time_to_failure"])
+    assert good["time_to_ready"] > 60
+    assert good["host"]
+
+
+def test_pool_gives_the_same_rows(two_logs):
+    from logsense.learn.stats import frame
+
+    a = frame([str(two_logs)], jobs=1)
+    b = frame([str(two_logs)], jobs=2)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_archives_and_globs(tmp_path, two_logs):
+    from logsense.learn.stats import frame
+
+    tgz = tmp_path / "incidents.tar.gz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(two_logs / "bad.log", arcname="box1/bad.log")
+        tar.add(two_logs / "good.log", arcname="box2/good.log")
+        info = tarfile.TarInfo("box2/README.md")
+        info.size = 5
+        tar.addfile(info, io.BytesIO(b"hello"))
+    zp = tmp_path / "incidents.zip"
+    with zipfile.ZipFile(zp, "w") as z:
+        z.write(two_logs / "bad.log", "x/bad.log")
+    df = frame([str(tgz), str(zp), str(two_logs / "*.log")], jobs=2)
+    assert sorted(df["source"].str.rsplit("/", n=1).str[-1]) == ["bad.log", "bad.log", "bad.log", "good.log", "good.log"]
+    assert (df["source"] == f"{tgz}!box1/bad.log").any() and (df["source"] == f"{zp}!x/bad.log").any()
+    assert set(df["status"]) == {"failed", "ready"}
+
+
+def test_an_unreadable_log_is_a_row_not_a_crash(tmp_path):
+    from logsense.learn.stats import frame
+
+    bad = tmp_path / "broken.log.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    df = frame([str(bad)], jobs=1)
+    assert df.iloc[0]["status"] == "error" and df.iloc[0]["error"]
+
+
+def test_rows_for_a_partition():
+    """The per-log function as Spark's mapPartitions or a Dask bag would call it: (name, bytes) in, rows out."""
+    from logsense.learn.stats import rows
+
+    out = list(rows([("a.log", FAILED.read_bytes()), ("b.log", HEALTHY.read_bytes())]))
+    assert [r["cause"] for r in out] == ["python_headers_missing", "healthy"]
+    json.dumps(out)  # plain values: they travel between processes and machines
+
+
+def test_cli_formats(tmp_path, two_logs):
+    p = _stats(str(two_logs), "--format", "csv", "--jobs", "1")
+    assert p.returncode == 0, p.stderr
+    df = pd.read_csv(io.StringIO(p.stdout))
+    assert len(df) == 2 and {"cause", "phase", "time_to_failure", "time_to_ready"} <= set(df.columns)
+    p = _stats(str(two_logs), "--format", "json", "-o", str(tmp_path / "rows.json"))
+    assert p.returncode == 0, p.stderr
+    assert len(json.loads((tmp_path / "rows.json").read_text())) == 2
+    p = _stats(str(two_logs))
+    assert p.returncode == 0 and "python_headers_missing" in p.stdout and "2 logs" in p.stdout
+    p = _stats(str(tmp_path / "nothing-here"))
+    assert p.returncode == 2
+    p = _stats(str(two_logs), "--format", "xml")
+    assert p.returncode == 2
+
+
+def test_parquet(tmp_path, two_logs):
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "rows.parquet"
+    p = _stats(str(two_logs), "--format", "parquet", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert len(pd.read_parquet(out)) == 2

@@ -1,0 +1,174 @@
+"""`logsense tail FILE`: the file source through the pipeline, exit codes, --resume, the CLI's errors."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from journal_helpers import FA_IMPORT, T0, oom_tail, ready_tail, rule_pack, run_tail, sglang, startup
+
+from logsense.commands import tail
+from logsense.errors import UsageError
+
+
+def lines(items) -> str:
+    return "".join(m + "\n" for _, m in items)
+
+
+def run(capsys, pack, *, fmt="jsonl", **kw):
+    kw.setdefault("follow", False)
+    code = tail.main(fmt=fmt, only_rules=[str(pack)], **kw)
+    text = capsys.readouterr().out
+    return code, ([json.loads(x) for x in text.splitlines()] if fmt == "jsonl" else text)
+
+
+def diagnoses(events):
+    return [e["diagnosis"]["cause"] for e in events if e["event"] == "diagnosis"]
+
+
+@pytest.fixture
+def pack(tmp_path):
+    return rule_pack(tmp_path)
+
+
+def test_a_file_is_read_from_its_latest_startup(tmp_path, capsys, pack):
+    p = tmp_path / "server.log"
+    earlier = [(T0 - 600, sglang(T0 - 600, "server_args=ServerArgs(model_path='/m')")),
+               (T0 - 599, sglang(T0 - 599, FA_IMPORT))]
+    p.write_text(lines(earlier + startup() + oom_tail()))
+    code, ev = run(capsys, pack, target=str(p))
+    assert code == 1 and diagnoses(ev) == ["cuda_oom_cuda_graph"]
+    assert "latest startup" in ev[0]["start"]
+    code, ev = run(capsys, pack, target=str(p), from_start=True)
+    assert diagnoses(ev) == ["flash_attn_cute_unavailable", "cuda_oom_cuda_graph"]
+
+
+def test_each_startup_in_a_file_gets_its_own_diagnosis(tmp_path, capsys, pack):
+    p = tmp_path / "server.log"
+    later = T0 + 1000
+    p.write_text(lines(startup() + oom_tail() + startup(later) + oom_tail(later)))
+    code, ev = run(capsys, pack, target=str(p), from_start=True)
+    assert code == 1 and diagnoses(ev) == ["cuda_oom_cuda_graph", "cuda_oom_cuda_graph"]
+    code, ev = run(capsys, pack, target=str(p))
+    assert diagnoses(ev) == ["cuda_oom_cuda_graph"]
+    assert next(e for e in ev if e["event"] == "diagnosis")["line"] > 1
+
+
+def test_no_follow_exit_codes(tmp_path, capsys, pack):
+    p = tmp_path / "ok.log"
+    p.write_text(lines(startup() + ready_tail()))
+    code, ev = run(capsys, pack, target=str(p))
+    assert code == 0 and ev[-1]["status"] == "ready"
+    p.write_text(lines(startup()))
+    code, ev = run(capsys, pack, target=str(p))
+    assert code == 0 and ev[-1]["status"] == "incomplete"
+    code, ev = run(capsys, pack, target=str(p), until_ready=True)
+    assert code == 3  # the input ended before ready
+
+
+def test_until_ready_on_a_file_being_written(tmp_path, capsys, pack):
+    p = tmp_path / "live.log"
+    items = startup() + ready_tail()
+
+    def writer():
+        time.sleep(0.2)
+        with open(p, "a") as fh:
+            for _, m in items:
+                fh.write(m + "\n")
+                fh.flush()
+                time.sleep(0.01)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    code, ev = run(capsys, pack, target=str(p), until_ready=True, follow=True, timeout="10s")
+    t.join()
+    assert code == 0
+    assert [e["phase"] for e in ev if e["event"] == "phase"][-1] == "serving"
+    progress = [(e["done"], e["total"]) for e in ev if e["event"] == "progress"]
+    assert progress[-1] == (4, 4)  # the last step is never throttled away
+    assert ev[-1]["event"] == "end" and ev[-1]["reason"] == "ready"
+
+
+def test_until_ready_timeout_on_a_file(tmp_path, capsys, pack):
+    p = tmp_path / "slow.log"
+    p.write_text(lines(startup()))
+    t0 = time.monotonic()
+    code, ev = run(capsys, pack, target=str(p), until_ready=True, follow=True, timeout="0.5s")
+    assert code == 3 and time.monotonic() - t0 < 3
+    assert next(e for e in ev if e["event"] == "timeout")["phase"] == "cuda_graph_capture"
+
+
+def test_until_ready_exits_1_on_a_root_cause(tmp_path, capsys, pack):
+    p = tmp_path / "fa.log"
+    p.write_text(lines(startup()[:3]) + sglang(T0 + 9, FA_IMPORT) + "\n")
+    code, ev = run(capsys, pack, target=str(p), until_ready=True, follow=True, timeout="10s")
+    assert code == 1 and diagnoses(ev) == ["flash_attn_cute_unavailable"]
+    assert ev[-1]["reason"] == "failed"
+
+
+def test_text_view(tmp_path, capsys, pack):
+    p = tmp_path / "ok.log"
+    p.write_text(lines(startup() + ready_tail()))
+    code, text = run(capsys, pack, fmt="text", target=str(p), until_ready=True, follow=True)
+    assert code == 0
+    assert "▸ weights" in text and "▸ CUDA graphs" in text
+    assert "✓ ready at 149 s" in text  # from the first line with a time (server_args)
+    assert "weights 90 s" in text and "CUDA graphs 32 s" in text
+
+
+def test_resume_a_file(tmp_path, capsys, pack):
+    p = tmp_path / "server.log"
+    state = tmp_path / "tail.state"
+    p.write_text(lines(startup()[:4]) + sglang(T0 + 9, FA_IMPORT) + "\n")
+    code, ev = run(capsys, pack, target=str(p), resume=str(state))
+    assert diagnoses(ev) == ["flash_attn_cute_unavailable"]
+    saved = json.loads(state.read_text())
+    assert saved["kind"] == "file" and saved["position"]["offset"] == p.stat().st_size
+    with open(p, "a") as fh:
+        fh.write(lines(startup()[4:] + oom_tail()))
+    code, ev = run(capsys, pack, target=str(p), resume=str(state))
+    assert diagnoses(ev) == ["cuda_oom_cuda_graph"]
+    # the phase was rebuilt from the replayed lines: the OOM is placed in CUDA graph capture
+    assert next(e for e in ev if e["event"] == "diagnosis")["diagnosis"]["phase"] == "cuda_graph_capture"
+    code, ev = run(capsys, pack, target=str(p), resume=str(state))
+    assert diagnoses(ev) == [] and code == 1
+
+
+def test_resume_state_for_another_target_starts_afresh(tmp_path, capsys, pack):
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text(sglang(T0, FA_IMPORT) + "\n")
+    b.write_text(sglang(T0, FA_IMPORT) + "\n")
+    state = tmp_path / "s.json"
+    run(capsys, pack, target=str(a), resume=str(state))
+    code, ev = run(capsys, pack, target=str(b), resume=str(state))
+    assert diagnoses(ev) == ["flash_attn_cute_unavailable"]
+    assert json.loads(state.read_text())["target"] == str(b)
+
+
+def test_usage_errors(tmp_path, pack):
+    with pytest.raises(UsageError, match="--timeout"):
+        tail.main(target=str(tmp_path / "x.log"), timeout="soon", only_rules=[str(pack)])
+    with pytest.raises(UsageError, match="give a systemd unit or a log file"):
+        tail.main(target=None, only_rules=[str(pack)])
+    with pytest.raises(UsageError, match="--since"):
+        tail.main(target=str(tmp_path / "x.log"), since="-1h", only_rules=[str(pack)])
+
+
+def test_cli_errors_are_one_line_and_exit_2(tmp_path):
+    p = run_tail(str(tmp_path / "x.log"), "--timeout", "soon")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    p = run_tail("--directory", str(tmp_path), "sglang-k26-ddtree")
+    assert p.returncode == 2 and "no journal files" in p.stderr and p.stderr.count("\n") == 1
+    p = run_tail("--format", "yaml", "x.log")
+    assert p.returncode == 2
+
+
+def test_missing_file_without_follow(tmp_path, pack):
+    from logsense.errors import SourceError
+
+    with pytest.raises(SourceError, match="no such file"):
+        tail.main(target=str(tmp_path / "nope.log"), follow=False, only_rules=[str(pack)])
+    assert not Path(tmp_path / "nope.log").exists()
