@@ -35,7 +35,11 @@ LABEL_SUFFIX = ".label.yaml"
 LOG_SUFFIXES = (".log", ".log.gz")
 PHASE_FILE = "phases.yaml"
 ORIGINS = ("recorded", "constructed")
-LABEL_FIELDS = ("cause", "fix_any", "phase", "check_phase", "origin", "source", "source_url", "date", "notes")
+LABEL_FIELDS = ("cause", "fix_any", "phase", "check_phase", "outcome", "origin", "source", "source_url", "date",
+                "notes")
+# What the excerpt itself shows: `ready` (it reaches ready), `incomplete` (it stops before any
+# failure shows: a hang, or a paste cut before the error), or unset (only the cause is checked).
+OUTCOMES = ("ready", "incomplete")
 MIN_EXAMPLES = 2
 _READ_ERRORS = (EOFError, OSError, zlib.error, gzip.BadGzipFile)
 
@@ -68,6 +72,7 @@ class Label:
     fix_any: tuple[str, ...] = ()
     phase: str | None = None
     check_phase: bool = False  # compare `phase` too (an excerpt may lack the markers that place it)
+    outcome: str | None = None
     lines: dict[str, int] = field(default_factory=dict)  # field -> line in the label file
 
 
@@ -346,7 +351,8 @@ def all_matches(rs: RuleSet, lines: Iterable[tuple[int, str]], phase: str | None
     p.ranker.add = spy  # type: ignore[method-assign]
     for n, text in lines:
         p.feed_line(n, text)
-    return found, p.finish()
+    report = p.finish()
+    return p.ranker.allowed(found, report.facts), report
 
 
 def _example_lines(log: str) -> list[tuple[int, str]]:
@@ -457,9 +463,12 @@ def read_label(path: Path) -> tuple[Label | None, list[Problem]]:
     if not isinstance(check_phase, bool):
         bad("check_phase", "must be true or false")
         check_phase = False
+    outcome = plain(fields["outcome"]) if "outcome" in fields else None
+    if outcome is not None and outcome not in OUTCOMES:
+        bad("outcome", f"must be one of: {', '.join(OUTCOMES)}")
     if problems:
         return None, problems
-    return Label(cause, tuple(fix_any), phase, check_phase, lines), []
+    return Label(cause, tuple(fix_any), phase, check_phase, outcome, lines), []
 
 
 def close_causes(cause: str) -> str:
@@ -489,10 +498,15 @@ def compare(label: Label, report: Report) -> list[tuple[int | None, str]]:
     """How the report differs from the label: (log line, message) pairs; empty when it agrees."""
     root = report.root
     at = root.evidence[0].line if root is not None and root.evidence else None
+    if label.outcome == "incomplete":
+        # the excerpt stops before its failure shows: saying nothing is right, guessing is not
+        if root is not None:
+            return [(at, f"the excerpt ends before any failure shows, but analyze says {describe(report)}")]
+        return []
     if label.cause == "healthy":
         if root is not None:
             return [(at, f"false alarm on a healthy startup: diagnosed {describe(report)}")]
-        if report.status is not Status.READY:
+        if label.outcome == "ready" and report.status is not Status.READY:
             return [(None, f"labelled healthy, but the startup never reached ready (status "
                            f"{report.status.value}, last phase {report.phase or '-'})")]
         return []

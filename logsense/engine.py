@@ -211,8 +211,18 @@ class Ranker:
             occurrences=len({(m.event.first_line, m.event.pid) for m in ms}),
         )
 
+    def allowed(self, ms: list[Match], facts: dict) -> list[Match]:
+        """The matches whose rule's `when_facts` hold for what the log says."""
+        out = []
+        for m in ms:
+            rule = self.rules.get(m.rule_id)
+            if rule is None or fixes_mod.applies(rule.spec.when_facts, facts):
+                out.append(m)
+        return out
+
     def diagnoses(self, facts: dict) -> list[Diagnosis]:
-        groups = sorted(self.by_cause.values(), key=lambda ms: self._order_matches(ms))
+        groups = [g for g in (self.allowed(ms, facts) for ms in self.by_cause.values()) if g]
+        groups.sort(key=lambda ms: self._order_matches(ms))
         claimed: set[tuple[str | None, int]] = set()
         roots = []
         for ms in groups:
@@ -221,7 +231,7 @@ class Ranker:
                 continue  # a weaker reading of events a stronger rule already explained
             claimed |= events
             roots.append(self.diagnose_cause(ms, facts))
-        symptoms = [self.diagnose_cause(ms, facts) for ms in self.symptoms.values()]
+        symptoms = [self.diagnose_cause(g, facts) for g in (self.allowed(ms, facts) for ms in self.symptoms.values()) if g]
         symptoms.sort(key=lambda d: d.evidence[0].line if d.evidence else 0)
         if roots:
             top = roots[0]

@@ -32,6 +32,7 @@ _SIMPLE: list[tuple[tuple[str, ...], str, str]] = [
     (("max_total_num_tokens=",), r"\bmax_total_num_tokens=(\d+)", "max_total_num_tokens"),
     (("context_len=",), r"\bcontext_len=(\d+)", "context_len"),
 ]
+_RANK_MARKERS = ("Load weight begin", "Init torch distributed begin", "Load weight end", "Memory pool end")
 _PY_LITERALS = ("include/python3", "/python3.", "cpython-3", "Python 3.")
 
 _PY_INCLUDE = re.compile(r"include/python(3\.\d{1,2})\b")
@@ -126,6 +127,9 @@ class Facts:
         entries = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(_SIMPLE) for lit in lits]
         entries += [("server_args=", False, ("args",))] + [(lit, False, ("py",)) for lit in _PY_LITERALS]
         entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
+        # every rank prints these once: counting ranks here (not on every line) gives the same
+        # count whether all lines were read or only the ones the block scanner picked
+        entries += [(m, False, ("rank",)) for m in _RANK_MARKERS]
         self.index = LiteralIndex(entries)
         self._simple = [(re.compile(p), name) for _, p, name in _SIMPLE]
         self.values: dict[str, Any] = {}
@@ -136,8 +140,6 @@ class Facts:
         self.mm_hint = False
 
     def feed(self, rec: Record) -> None:
-        if rec.rank:
-            self._ranks.add(rec.rank)
         msg = rec.message
         keys = self.index.keys_in(msg)
         if not keys:
@@ -162,6 +164,8 @@ class Facts:
                         self._py_path[v] += 1
             elif key[0] == "mm":
                 self.mm_hint = True
+            elif key[0] == "rank" and rec.rank:
+                self._ranks.add(rec.rank)
 
     def snapshot(self) -> dict[str, Any]:
         f: dict[str, Any] = dict(self.values)

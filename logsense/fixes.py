@@ -11,7 +11,8 @@ from logsense.rules.loader import FixSpec
 _NAME = re.compile(r"\{(\w+)\}")
 
 
-def _applies(when: dict[str, tuple[Any, ...]], values: dict[str, Any]) -> bool:
+def applies(when: dict[str, tuple[Any, ...]], values: dict[str, Any]) -> bool:
+    """True when every condition holds; a fact the log does not give counts as None."""
     for key, allowed in when.items():
         if values.get(key) not in allowed:
             return False
@@ -40,7 +41,7 @@ def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str
     values = {**facts, **{k: v for k, v in captures.items() if v is not None}, "phase": phase}
     out: list[Fix] = []
     for spec in specs:
-        if not _applies(spec.when, values):
+        if not applies(spec.when, values):
             continue
         value = _fill(spec.value, values)
         if value is None:

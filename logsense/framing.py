@@ -17,7 +17,9 @@ MAX_TAIL_LINES = 40  # lines of exception message after the exception line ("Pos
 
 _TRACEBACK = "Traceback (most recent call last):"
 # What a line must hold to open a multi-line event (the block scanner looks for these).
-FRAMING_LITERALS = (_TRACEBACK, " error: ", "FAILED: ", "error: command '", "In file included from")
+FRAMING_LITERALS = (_TRACEBACK, " error: ", "FAILED: ", "error: command '", "In file included from", 'File "')
+# A frame line with no traceback open: a paste that lost its "Traceback" header still is one.
+_FRAME = re.compile(r'^\s+File "[^"]+", line \d+, in ')
 _CHAIN = re.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)\s*$"
@@ -74,7 +76,7 @@ class Framer:
                 return out
             out.append(self._close(rec.pid))
         msg = rec.message
-        if _TRACEBACK in msg:
+        if _TRACEBACK in msg or _FRAME.match(msg):
             self._open[rec.pid] = _Open("traceback", [rec], phase)
         elif _COMPILE_START.match(msg):
             self._open[rec.pid] = _Open("compile", [rec], phase, state="body")

@@ -80,7 +80,11 @@ class Pipeline:
         for m in matches:
             rooted |= m.role.value == "root"
             if self.ranker.add(m):
-                d = self.ranker.diagnose_cause(self.ranker.by_cause[m.cause], self.facts.snapshot())
+                facts = self.facts.snapshot()
+                ms = self.ranker.allowed(self.ranker.by_cause[m.cause], facts)
+                if not ms:
+                    continue
+                d = self.ranker.diagnose_cause(ms, facts)
                 out.append(Update(UpdateKind.DIAGNOSIS, phase=event.phase, diagnosis=d, line=m.event.first_line))
         if event.kind == "traceback" and not rooted:
             self.ranker.unmatched_errors.append(event)

@@ -128,11 +128,19 @@ def test_a_failure_labelled_healthy_is_a_false_alarm_and_the_reverse_a_miss(work
                for m in msgs), msgs
 
 
-def test_healthy_must_reach_ready(work):
+def test_healthy_with_outcome_ready_must_reach_ready(work):
     cut = "".join(HEALTHY.splitlines(keepends=True)[:5])
-    write_incident(work / "c", "cut", cut, cause="healthy")
+    write_incident(work / "c", "cut", cut, cause="healthy", outcome="ready")
     [msg] = messages(run("c"))
     assert "never reached ready (status incomplete, last phase kv_cache_alloc)" in msg
+
+
+def test_an_excerpt_cut_before_its_failure_expects_no_guess(work):
+    cut = "".join(HEALTHY.splitlines(keepends=True)[:5])
+    write_incident(work / "c", "hang", cut, cause="unknown", outcome="incomplete")
+    write_incident(work / "c", "guess", MODULE_MISSING, cause="unknown", outcome="incomplete")
+    msgs = messages(run("c"))
+    assert len(msgs) == 1 and msgs[0].startswith("c/guess.log:") and "ends before any failure shows" in msgs[0]
 
 
 def test_fix_and_phase_come_from_the_label(work):

@@ -26,6 +26,9 @@ def test_incident(rules, label_path, log_path):
     label = yaml.safe_load(label_path.read_text())
     report, _ = analyze_path(str(log_path), rules)
     roots = [d for d in report.diagnoses if d.root]
+    if label.get("outcome") == "incomplete":
+        assert not roots, f"the excerpt ends before its failure shows, yet diagnosed {roots[0].cause}"
+        return
     if label["cause"] == "healthy":
         assert not roots, f"false alarm on a healthy startup: {roots[0].cause} ({roots[0].rule})"
         return

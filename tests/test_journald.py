@@ -297,3 +297,14 @@ def test_text_output(journals, capsys, monkeypatch):
     code, text = run(capsys, monkeypatch, backend, journals["pack"], fmt="text", files=[journals["oom"]])
     assert code == 1
     assert "CUDA out of memory" in text and "--cuda-graph-max-bs 16" in text and "unit stopped" in text
+
+
+def test_the_fallback_is_chosen_when_the_binding_is_missing(monkeypatch):
+    import sys
+
+    monkeypatch.delenv(journald.BACKEND_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "systemd", None)  # `from systemd import journal` now raises ImportError
+    assert journald.choose_backend() == ("journalctl", "the systemd Python binding is not installed")
+    monkeypatch.setenv(journald.BACKEND_ENV, "systemd")
+    with pytest.raises(SourceError, match="pip install systemd-python"):
+        journald.choose_backend()

@@ -166,6 +166,10 @@ def test_decide():
     assert decide(probs, _doc(ready=True), 0.5)[0] == "healthy"  # ready, no error after it
     assert decide(probs, _doc(ready=True, after=2), 0.5)[0] == "kv_cache_insufficient"
     assert decide({"healthy": 0.4, "disk_full": 0.35}, _doc(), 0.5)[0] == "healthy"
+    assert decide({"healthy": 0.4, "disk_full": 0.35}, _doc(), 0.5, failed=True)[0] == "unknown"
+    spread = {"disk_full": 0.2, "shm_too_small": 0.19, "healthy": 0.1, "port_in_use": 0.51 - 0.5}
+    assert decide(spread, _doc(), 0.5)[0] == "healthy"  # no lean to any failure: nothing is invented
+    assert decide(spread, _doc(), 0.5, failed=True)[0] == "unknown"  # the pipeline saw it fail
 
 
 # --- evaluation splits ---

@@ -88,12 +88,13 @@ class Proc:
 
 @needs_journal_remote
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("ending", ["oom", "ready"])
+@pytest.mark.parametrize("ending", ["oom", "ready", "timeout"])
 def test_follow_a_journal_while_it_is_appended(tmp_path, backend, ending):
     pack = rule_pack(tmp_path)
     j = tmp_path / "live.journal"
     write_journal(j, unit_entries(startup()[:3]))
-    p = Proc(["--file", str(j), UNIT, "--until-ready", "--timeout", "20s", "--format", "jsonl",
+    timeout = "2s" if ending == "timeout" else "20s"
+    p = Proc(["--file", str(j), UNIT, "--until-ready", "--timeout", timeout, "--format", "jsonl",
               "--only-rules", str(pack)], backend)
     p.event("phase", phase="distributed_init")
     write_journal(j, [entry(m, at) for at, m in startup()[3:]])  # journal-remote again on the same file appends
@@ -104,11 +105,15 @@ def test_follow_a_journal_while_it_is_appended(tmp_path, backend, ending):
         assert d["diagnosis"]["cause"] == "cuda_oom_cuda_graph"
         rc, err = p.finish()
         assert rc == 1, err
-    else:
+    elif ending == "ready":
         write_journal(j, [entry(m, at) for at, m in ready_tail()])
         p.event("ready")
         rc, err = p.finish()
         assert rc == 0, err
+    else:
+        assert p.event("timeout")["phase"] == "cuda_graph_capture"
+        rc, err = p.finish()
+        assert rc == 3, err
     assert "Traceback" not in err
 
 

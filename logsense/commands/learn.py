@@ -100,6 +100,7 @@ def evaluation_dict(ev) -> dict[str, Any]:
             "constructed": ev.metrics(m, "constructed"),
         }
     out["methods"]["model"]["all_no_threshold"] = ev.metrics("model", thresholded=False)
+    out["threshold_curve"] = ev.threshold_curve()
     labels, matrix = confusion(ev.y, ev.preds["model"])
     out["confusion"] = {"labels": labels, "matrix": matrix}
     out["held_out"] = [{"log": n, "cause": y, "verdict": v, "p": round(p, 3), "origin": o, "group": g}
@@ -136,6 +137,10 @@ def render(ev, con, incidents, brief: bool = False) -> None:
                    f"{c['ece_raw']:.3f} -> {c['ece_calibrated']:.3f}, log loss {c['nll_raw']:.3f} -> "
                    f"{c['nll_calibrated']:.3f} ({c['held_out_with_unseen_cause']} held-out logs had a cause "
                    "no training fold had)", "dim")
+    curve = ev.threshold_curve()
+    _line(con, "threshold (model): " + "; ".join(
+        f"{c['threshold']:.1f}: answers {c['answered']:.2f}, right {c['right_when_answered']:.2f}, top-1 {c['top1']:.2f}"
+        for c in curve), "dim")
     if brief:
         return
     per = {m: ev.metrics(m)["per_cause"] for m in METHODS}

@@ -410,7 +410,7 @@ class Tail:
             self.end("input-end", code, report)
             return code
         if deadline is not None and now >= deadline:
-            in_phase = time.time() - self.phase_epoch if self.phase_epoch is not None else None
+            in_phase = self._log_now() - self.phase_epoch if self.phase_epoch is not None else None
             self.view.timeout(now - self.started, self.phase, in_phase)
             self.end("timeout", 3, self.pipeline.finish(self._source_name()))
             return 3
@@ -573,10 +573,12 @@ class Tail:
 
     # -- status and state --------------------------------------------------------------------
 
+    def _log_now(self) -> float:
+        """Now, on the log's clock: the wall clock, unless the log's times are far from it (an old log)."""
+        return time.time() - self.skew if abs(self.skew) > SKEW_LIMIT else time.time()
+
     def _status(self, now: float) -> None:
-        wall = time.time()
-        if abs(self.skew) > SKEW_LIMIT:
-            wall -= self.skew  # an old log (or a far-off clock): count in the log's own time
+        wall = self._log_now()
         if self.run_epoch is None:
             self.run_epoch = _epoch(self.pipeline.timeline.first_time, utc=self.kind == "journal")
         in_phase = wall - self.phase_epoch if self.phase_epoch is not None else now - self.started

@@ -56,6 +56,8 @@ class Classifier:
         return tee, Replay(self, tee=tee)  # type: ignore[return-value]
 
     def __call__(self, pipeline, diagnoses: list[Diagnosis], facts: dict) -> list[Diagnosis]:
+        if pipeline.digest is None:
+            return diagnoses  # not attached before feeding: the events were not watched
         return self.consult(pipeline, diagnoses, lambda: doc_of_pipeline(pipeline))
 
     def consult(self, pipeline, diagnoses: list[Diagnosis], read_doc: Callable[[], Doc]) -> list[Diagnosis]:
@@ -73,26 +75,26 @@ class Classifier:
               phase: str) -> list[Diagnosis]:
         model = self.model
         pred = model.predict(doc.text)
-        verdict, p, guess = decide(pred.probs, doc, self.threshold)
+        verdict, p, guess = decide(pred.probs, doc, self.threshold, failed=root is not None)
         explains = tuple(d.rule for d in symptoms if d.rule)
         if verdict == HEALTHY:
-            if self.required and (root is None or p >= self.threshold):
-                return symptoms  # the classifier alone decides: it says the startup is fine
-            return diagnoses  # an unknown failure with its tracebacks stays: the model is not sure enough
+            if self.required and root is not None:
+                return symptoms  # the classifier alone decides, and is sure enough the startup is fine
+            return diagnoses
         if verdict != UNKNOWN:
             return [self._diagnosis(verdict, p, doc, pred, phase, explains)] + symptoms
         # not sure enough: keep (or, with no rules, say) unknown, and name the best guess
-        guess_cause, guess_p = (guess, pred.prob(guess)) if guess not in (HEALTHY, UNKNOWN) else pred.best_failure()
-        nearest = model.nearest(doc.text, guess_cause)
-        note = (f" The learned classifier's best guess is {guess_cause} (p={guess_p:.2f}), too unsure to "
+        guess_p = pred.prob(guess)
+        nearest = model.nearest(doc.text, guess) if guess not in (HEALTHY, UNKNOWN) else None
+        note = (f" The learned classifier's best guess is {guess} (p={guess_p:.2f}), too unsure to "
                 f"name it" + (f"; the closest known incident is {nearest[0]}." if nearest else "."))
         if root is not None:
             from dataclasses import replace
 
             return [replace(root, explanation=root.explanation + note,
                             nearest=nearest[0] if nearest else None)] + symptoms
-        if not (self.required and doc.failure_signs):
-            return diagnoses
+        if not self.required:
+            return diagnoses  # the rules saw no failure: the model does not invent one
         from logsense.taxonomy import title
 
         unknown = Diagnosis(
@@ -113,7 +115,7 @@ class Classifier:
         notes = _telling(model, doc.notes, cause)
         nearest = model.nearest(doc.text, cause)
         entry = causes().get(cause)
-        fixes = tuple(Fix(_fix_kind(f), f, "a usual fix for this cause (learned classifier): check it fits first")
+        fixes = tuple(Fix(_fix_kind(f), f, "the usual fix for this cause: check that it fits")
                       for f in (entry.fix if entry else ()))
         others = [f"{c} {q:.2f}" for c, q in pred.probs[1:3] if q >= 0.05]
         text = (f"No rule recognises this log. The learned classifier says it is probably {cause} (p={p:.2f})"

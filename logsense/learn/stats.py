@@ -106,6 +106,9 @@ def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, clas
 
     p = Pipeline(rules if rules is not None else _rules())
     p.classifier = _classifier() if classifier is False else classifier
+    attach = getattr(p.classifier, "attach", None)
+    if attach is not None:
+        attach(p)  # every line is fed here: the model reads the events as they pass
     recent: deque[tuple[int, str]] = deque(maxlen=4096)  # (line, time) of the latest timestamped records
     first_time: str | None = None
     failed_at: dict[str, str | None] = {}

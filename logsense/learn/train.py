@@ -164,6 +164,18 @@ class Evaluation:
     n_splits: int
     temperature: float
     calibration: dict[str, float]
+    docs: list[Doc] = field(default_factory=list, repr=False)
+    model_probs: list[dict[str, float]] = field(default_factory=list, repr=False)  # calibrated, held out
+
+    def threshold_curve(self, thresholds=(0.2, 0.3, 0.4, 0.5, 0.6, 0.7)) -> list[dict[str, float]]:
+        """What each threshold would give: the share answered, right when answered, top-1."""
+        out = []
+        for t in thresholds:
+            pred = [decide(p, d, t)[0] for p, d in zip(self.model_probs, self.docs, strict=True)]
+            s = summarize(self.y, pred)
+            out.append({"threshold": t, "answered": s["coverage"], "right_when_answered": s["precision_when_answered"],
+                        "top1": s["top1"], "macro_f1": s["macro_f1"]})
+        return out
 
     def metrics(self, method: str, subset: str | None = None, thresholded: bool = True) -> dict[str, Any]:
         idx = [i for i, o in enumerate(self.origin) if subset is None or o == subset]
@@ -256,6 +268,7 @@ def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list
         preds={"model": pred_model, "nearest-neighbour": pred_nn, "majority": pred_major},
         top1={"model": gated_top, "nearest-neighbour": pred_nn, "majority": pred_major},
         probs=p_model, n_splits=k, temperature=temperature, calibration=calibration,
+        docs=list(docs), model_probs=[dict(zip(classes_all, pr, strict=True)) for pr in probs_model],
     )
 
 

@@ -43,7 +43,7 @@ def fired(rules: RuleSet, rule: CompiledRule, log: str) -> list:
     for i, line in enumerate(log.splitlines() or [log], 1):
         p.feed_line(i, line)
     p.flush()
-    return found
+    return p.ranker.allowed(found, p.facts.snapshot())
 
 
 def run_examples(rules: RuleSet, only: str | None = None) -> list[ExampleResult]:

@@ -95,6 +95,7 @@ class RuleSpec:
     within: int
     not_: tuple[PatternSpec, ...]
     when_phase: frozenset[str] | None
+    when_facts: dict[str, tuple[Any, ...]]
     fixes: tuple[FixSpec, ...]
     references: tuple[str, ...]
     examples: tuple[ExampleSpec, ...]
@@ -250,6 +251,11 @@ def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
         for p in phases:
             if p not in PHASES:
                 c.err(wp, f"unknown phase '{p}' (phases: {', '.join(PHASES)})", rid, "when_phase")
+    when_facts: dict[str, tuple[Any, ...]] = {}
+    wf = f["when_facts"]
+    if isinstance(wf, Marked) and isinstance(wf.value, dict):
+        for k, v in plain(wf).items():
+            when_facts[k] = tuple(v) if isinstance(v, list) else (v,)
     fixes = _fixes(c, f["fixes"], rid)
     examples = _examples(c, f["examples"], rid)
     if len(c.errors) > before:
@@ -267,6 +273,7 @@ def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
         within=int(within),
         not_=pats_not,
         when_phase=phases,
+        when_facts=when_facts,
         fixes=fixes,
         references=tuple(plain(f["references"]) if isinstance(f["references"], Marked) else ()),
         examples=examples,

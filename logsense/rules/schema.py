@@ -25,6 +25,7 @@ RULE_FIELDS: dict[str, Field] = {
     "explanation": Field(str, False, "", "why it happens, in plain words"),
     "match": Field(dict, True, help="any / all / within / not: the patterns"),
     "when_phase": Field(list, False, None, "phases in which the rule fires"),
+    "when_facts": Field(dict, False, None, "conditions on facts, as a fix's `if`; checked once the log is read"),
     "fixes": Field(list, False, [], "fixes: kind, value, note, if, fallback"),
     "references": Field(list, False, [], "URLs"),
     "examples": Field(dict, True, help="match / no_match: lines the rule must / must not fire on"),

@@ -44,6 +44,8 @@ _STOPS = {
     "d9b373ed55a64feb8242e02dbe79a49c",  # unit failed ("Failed with result ...")
     "7ad2d189f7e94e70a38c781354912448",  # unit succeeded ("Deactivated successfully.")
 }
+_SCAN_FIELDS = ("MESSAGE", "MESSAGE_ID", "_PID", "_COMM", "SYSLOG_IDENTIFIER", "UNIT", "USER_UNIT",
+                "OBJECT_SYSTEMD_UNIT", "_SYSTEMD_INVOCATION_ID", "INVOCATION_ID", "USER_INVOCATION_ID")
 _START_TEXT = re.compile(r"^Start(?:ing|ed) ")
 _STOP_TEXT = re.compile(
     r"^(?:Stopping|Stopped|Failed to start) "
@@ -536,7 +538,7 @@ class _JournalctlBackend(_Backend):
         return SourceError(f"{where}: journalctl: {text[-1] if text else f'exit status {p.returncode}'}")
 
     def newest_first(self) -> Iterator[dict]:
-        p, err = self._spawn(["--reverse"])
+        p, err = self._spawn(["--reverse", "--output-fields=" + ",".join(_SCAN_FIELDS)])
         finished = False
         try:
             assert p.stdout is not None
