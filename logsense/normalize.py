@@ -20,11 +20,13 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
 _JOURNAL = re.compile(
     r"(?P<ts>"
     r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,6})?"  # short, short-precise
-    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:[+-]\d\d:?\d\d|Z)"  # short-iso(-precise)
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,6})?[+-]\d\d:?\d\d"  # short-iso(-precise); "Z" is docker's
     r"|\[\s*\d+\.\d{6}\]"  # short-monotonic
     r"|\d{9,11}\.\d{6}"  # short-unix
     r"|[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? [A-Za-z0-9+\-]+"  # short-full
-    r") (?:(?P<host>[^\s\[\]:]+) )?(?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: "
+    r") (?:(?P<host>[^\s\[\]:]+) )?"
+    # an identifier without [pid] that looks like an exception class is log text, not a journal field
+    r"(?P<ident>(?![\w.]*(?:Error|Exception|Warning|Interrupt|Exit): )[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: "
 )
 _JOURNAL_META = re.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
 # `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ".

@@ -85,3 +85,10 @@ def test_invalid_utf8_and_controls():
 def test_journal_times(line, time):
     (rec,) = Normalizer().feed(1, line)
     assert rec.time == time
+
+
+def test_docker_timestamp_keeps_exception_text():
+    (rec,) = Normalizer().feed(1, "2026-09-22T06:50:07.810311167Z RuntimeError: CUDA error: out of memory")
+    assert rec.message == "RuntimeError: CUDA error: out of memory"
+    (rec,) = Normalizer().feed(1, "Dec 02 12:00:00 host ValueError: bad")
+    assert rec.message.endswith("ValueError: bad")

@@ -230,12 +230,18 @@ class Tail:
         if state is not None and not state.fresh:
             self.replay_until = {"cursor": state.data.get("position"), "usec": state.data.get("position_usec"),
                                  "line": state.data.get("line", 0)}
+        from logsense.learn.hook import default_classifier
+
+        self.classifier = default_classifier()  # a second opinion when no rule knows the failure
         self._new_run(start=None, reported=state.reported if state is not None else set())
 
     # -- runs --------------------------------------------------------------------------------
 
     def _new_run(self, start, reported: set[str] | None = None) -> None:
         self.pipeline = Pipeline(self.rules)
+        if self.classifier is not None:
+            self.pipeline.classifier = self.classifier
+            self.classifier.attach(self.pipeline)
         self.normalizer = Normalizer()
         self.line = 0
         self.reported: set[str] = set(reported or ())
