@@ -54,3 +54,31 @@ def test_yaml_tags_are_refused(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert not (tmp_path / "pwned").exists()
+
+
+class _Payload:
+    """A pickle that runs a command when unpickled."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_crafted_pickle_model_is_refused_and_never_runs(tmp_path):
+    import pickle
+
+    marker = tmp_path / "ran"
+    model = tmp_path / "classifier.json"
+    model.write_bytes(pickle.dumps(_Payload(marker)))
+    log = tmp_path / "x.log"
+    log.write_text("Traceback (most recent call last):\n  File \"x\", line 1\nSomeNewError: never seen\n")
+    env = {**__import__("os").environ, "LOGSENSE_MODEL": str(model)}
+    p = subprocess.run([sys.executable, "-m", "logsense", "analyze", "--no-rules", str(log)],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "classifier model" in p.stderr
+    assert not marker.exists()
