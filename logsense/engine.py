@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
 from logsense import fixes as fixes_mod
@@ -12,6 +12,7 @@ from logsense.rules.compile import MATCH_TIMEOUT, CompiledRule, Pattern
 from logsense.taxonomy import title as cause_title
 
 MAX_EVIDENCE = 6
+KEEP = 16  # matches kept per (cause, rule); later ones are counted
 UNKNOWN_CONFIDENCE = 0.3
 
 
@@ -166,21 +167,36 @@ class Ranker:
         self.rules = rules
         self.by_cause: dict[str, list[Match]] = defaultdict(list)
         self.symptoms: dict[str, list[Match]] = defaultdict(list)
-        self.unmatched_errors: list[Event] = []
+        self.unmatched_errors: deque[Event] = deque(maxlen=8)
+        self.seen: Counter[tuple[str, str]] = Counter()
+        self.ranks_seen: dict[str, set[str]] = {}
 
     def add(self, m: Match) -> bool:
-        """Record a match; True when it is the first root match of its cause (news for a live view)."""
+        """Record a match; True when it is the first root match of its cause (news for a live view).
+
+        Memory stays bounded on a huge log: a rule keeps its first KEEP matches per cause; the
+        rest only count (occurrences, ranks).
+        """
+        key = (m.cause, m.rule_id)
+        self.seen[key] += 1
+        if m.event.rank:
+            self.ranks_seen.setdefault(m.cause if m.role is Role.ROOT else m.rule_id, set()).add(m.event.rank)
+        keep = self.seen[key] <= KEEP
         if m.role is Role.ROOT:
             first = m.cause not in self.by_cause
-            self.by_cause[m.cause].append(m)
+            if keep or first:
+                self.by_cause[m.cause].append(m)
             return first
-        self.symptoms[m.rule_id].append(m)
+        if keep:
+            self.symptoms[m.rule_id].append(m)
         return False
 
     def clear(self) -> None:
         self.by_cause.clear()
         self.symptoms.clear()
         self.unmatched_errors.clear()
+        self.seen.clear()
+        self.ranks_seen.clear()
 
     @staticmethod
     def _best(ms: list[Match]) -> Match:
@@ -190,7 +206,10 @@ class Ranker:
         best = self._best(ms)
         rule = self.rules.get(best.rule_id)
         spec = rule.spec if rule else None
-        ranks = sorted({m.event.rank for m in ms if m.event.rank})
+        group = best.cause if best.role is Role.ROOT else best.rule_id
+        ranks = sorted({m.event.rank for m in ms if m.event.rank} | self.ranks_seen.get(group, set()))
+        dropped = sum(max(0, n - KEEP) for (cause, rule), n in self.seen.items()
+                      if (cause == best.cause if best.role is Role.ROOT else rule == best.rule_id))
         captures: dict[str, str] = {}
         for m in sorted(ms, key=lambda m: m.rule_id != best.rule_id):
             for k, v in m.captures.items():
@@ -208,7 +227,7 @@ class Ranker:
             evidence=best.evidence,
             fixes=fixes,
             ranks=tuple(ranks),
-            occurrences=len({(m.event.first_line, m.event.pid) for m in ms}),
+            occurrences=len({(m.event.first_line, m.event.pid) for m in ms}) + dropped,
         )
 
     def allowed(self, ms: list[Match], facts: dict) -> list[Match]:
@@ -251,7 +270,7 @@ class Ranker:
         ev: list[Evidence] = []
         for d in symptoms:
             ev.extend(d.evidence[:2])
-        for e in self.unmatched_errors[-3:]:
+        for e in list(self.unmatched_errors)[-3:]:
             ev.extend(Evidence(r.line, r.message.strip()[:500]) for r in error_lines(e))
         ev = sorted({e.line: e for e in ev}.values(), key=lambda e: e.line)[-MAX_EVIDENCE:]
         unknown = Diagnosis(
@@ -262,7 +281,7 @@ class Ranker:
             confidence=UNKNOWN_CONFIDENCE,
             title=cause_title("unknown"),
             explanation="The startup failed, but no rule recognises why; the lines below are the last errors.",
-            phase=(symptoms[0].phase if symptoms else self.unmatched_errors[-1].phase),
+            phase=(symptoms[0].phase if symptoms else self.unmatched_errors[-1].phase),  # deque: last is newest
             evidence=tuple(ev),
             fixes=(),
             explains=tuple(d.rule for d in symptoms if d.rule),
