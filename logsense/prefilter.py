@@ -21,6 +21,8 @@ class LiteralIndex:
         self.always = tuple(dict.fromkeys(always))
         self._gate_cs = _gate(self._cs, 0)
         self._gate_ci = _gate(self._ci, re.IGNORECASE)
+        self._ac_cs = _automaton(self._cs)
+        self._ac_ci = _automaton(self._ci)
 
     @property
     def literals(self) -> tuple[list[str], list[str]]:
@@ -28,6 +30,8 @@ class LiteralIndex:
         return list(self._cs), list(self._ci)
 
     def keys_in(self, text: str) -> list[Hashable]:
+        if self._ac_cs is not False and self._ac_ci is not False:
+            return self._keys_ac(text)
         found: list[Hashable] = list(self.always)
         if self._gate_cs is not None and self._gate_cs.search(text):
             for lit, keys in self._cs.items():
@@ -40,12 +44,37 @@ class LiteralIndex:
                     found.extend(keys)
         return found
 
+    def _keys_ac(self, text: str) -> list[Hashable]:
+        found: list[Hashable] = list(self.always)
+        for ac, hay in ((self._ac_cs, text), (self._ac_ci, None)):
+            if ac is None:
+                continue
+            automaton, lists = ac
+            seen = set()
+            for i, _, _ in automaton.find_matches_as_indexes(text.lower() if hay is None else hay, overlapping=True):
+                if i not in seen:
+                    seen.add(i)
+                    found.extend(lists[i])
+        return found
+
     def any_in(self, text: str) -> bool:
         return bool(
             self.always
             or (self._gate_cs is not None and self._gate_cs.search(text))
             or (self._gate_ci is not None and self._gate_ci.search(text))
         )
+
+
+def _automaton(lits: dict[str, list[Hashable]]):
+    """An Aho-Corasick automaton over the literals (None: no literals; False: the package is missing)."""
+    if not lits:
+        return None
+    try:
+        import ahocorasick_rs
+    except ImportError:
+        return False
+    names = list(lits)
+    return ahocorasick_rs.AhoCorasick(names), [lits[n] for n in names]
 
 
 def _gate(lits: dict[str, list[Hashable]], flags: int) -> re.Pattern | None:

@@ -60,3 +60,16 @@ def test_overlong_line_is_cut_and_counted(rules):
     rep = _report(rules, data, True)
     assert rep["lines"] == 3
     json.dumps(rep)
+
+
+def test_literal_index_same_with_and_without_aho_corasick(monkeypatch):
+    import logsense.prefilter as pf
+
+    entries = [("out of memory", False, "oom"), ("memory", False, "mem"), ("CUDA out", False, "cuda"),
+               ("not enough memory", True, "kv")]
+    texts = ["CUDA out of memory here", "NOT ENOUGH MEMORY", "nothing", "memory memory"]
+    fast = pf.LiteralIndex(entries, always=["x"])
+    monkeypatch.setattr(pf, "_automaton", lambda lits: False)
+    slow = pf.LiteralIndex(entries, always=["x"])
+    for t in texts:
+        assert sorted(fast.keys_in(t)) == sorted(slow.keys_in(t))
