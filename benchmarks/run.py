@@ -94,12 +94,14 @@ def main() -> int:
     for n in [int(x) for x in a.lines.split(",")]:
         path = generate(n)
         size = path.stat().st_size / 1e6
-        grep_cmd = f"LC_ALL=C grep -E -c -f {patterns} {path} > /dev/null"
+        # GNU grep stops at the first match when its output is /dev/null: count into a file instead
+        sink = OUT / "count.txt"
+        grep_cmd = f"LC_ALL=C grep -E -c -f {patterns} {path} > {sink}"
         cases = [
             ("cat > /dev/null (I/O floor)", f"cat {path} > /dev/null"),
             ("LC_ALL=C grep -E -c -f (reference)", grep_cmd),
             ("logsense analyze --format json FILE", f"{logsense} analyze --format json {path} > /dev/null"),
-            ("cat FILE | grep -E -c -f", f"cat {path} | LC_ALL=C grep -E -c -f {patterns} > /dev/null"),
+            ("cat FILE | grep -E -c -f", f"cat {path} | LC_ALL=C grep -E -c -f {patterns} > {sink}"),
             ("cat FILE | logsense analyze --format json -", f"cat {path} | {logsense} analyze --format json - > /dev/null"),
         ]
         measured = {label: sh(cmd, a.repeat) for label, cmd in cases}

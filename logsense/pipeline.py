@@ -29,7 +29,9 @@ class Pipeline:
         self._restarts = 0
         self.classifier = None  # set by callers that want a second opinion when no rule knows
         self.digest = None  # the classifier's digest of the events (learn.features.Digest), fed when set
-        self.observers: list = []  # called as observe(record, phase) for every record fed (diff, --baseline)
+        self.observers: list = []
+        # literals (case-sensitive, case-blind) a reader wants beyond the rules' (the classifier's)
+        self.extra_literals: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # called as observe(record, phase) for every record fed (diff, --baseline)
 
     def feed_line(self, line_no: int, raw: str) -> list[Update]:
         """Normalize one raw line and feed what it yields."""

@@ -98,8 +98,8 @@ def _backend(cs: list[bytes], ci: list[bytes]):
 
 def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
     """Every literal some stage needs, or None when a pattern has none (then every line is needed)."""
-    cs: set[str] = set(FRAMING_LITERALS)
-    ci: set[str] = set()
+    cs: set[str] = set(FRAMING_LITERALS) | set(p.extra_literals[0])
+    ci: set[str] = set(p.extra_literals[1])
     for index in (p.matcher.index, p.timeline.index, p.facts.index):
         if index.always:
             return None
@@ -109,8 +109,11 @@ def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
     return sorted(cs), sorted(ci)
 
 
-def feed_stream(fp: BinaryIO, p: Pipeline, name: str) -> None:
-    """Feed a recorded log to the pipeline, skipping lines that no stage could use."""
+def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0) -> None:
+    """Feed a recorded log to the pipeline, skipping lines that no stage could use.
+
+    `tail`: the last lines of the log are fed whatever they hold (a reader of "how it ended").
+    """
     lits = scan_literals(p)
     try:
         head = fp.peek(64)[:64] if hasattr(fp, "peek") else b""
@@ -123,6 +126,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str) -> None:
         return
     scanner = _backend([x.encode() for x in lits[0]], [x.encode() for x in lits[1]])
     ln = 0
+    held = b""
     last = [b"", 0, True]  # the last line read, its number, and whether it was fed
     carry = b""
     dropping = False  # inside an overlong line: its rest is skipped up to the next newline
@@ -140,6 +144,9 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str) -> None:
             if nl < 0:
                 continue
             block = block[nl + 1 :]
+            if held:
+                ln = _feed_block(held, ln, p, scanner, last)
+                held = b""
             ln = _feed_block(carry + b"\n", ln, p, scanner, last)
             carry, dropping = b"", False
         data = carry + block if carry else block
@@ -147,24 +154,35 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str) -> None:
         if cut < 0:
             carry = data
         else:
-            ln = _feed_block(data[: cut + 1], ln, p, scanner, last)
+            if held:
+                ln = _feed_block(held, ln, p, scanner, last)
+            held = data[: cut + 1]  # fed once the next block shows whether it is the last
             carry = data[cut + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, dropping = carry[:MAX_LINE_BYTES], True
     if carry:
-        ln = _feed_block(carry + b"\n", ln, p, scanner, last)
+        held += carry + b"\n"
+    if held:
+        ln = _feed_block(held, ln, p, scanner, last, tail)
     if not last[2]:
         # the log's last line dates its end (the last phase's duration), wanted or not
         p.feed_line(last[1], last[0].decode("utf-8", "replace"))
     p.lines = max(p.lines, ln)
 
 
-def _feed_block(body: bytes, ln: int, p: Pipeline, scanner, last: list) -> int:
+def _feed_block(body: bytes, ln: int, p: Pipeline, scanner, last: list, tail: int = 0) -> int:
     """Feed the candidate lines of `body` (whole lines); returns the line count after it."""
     if len(body) > 1:
         start = body.rfind(b"\n", 0, len(body) - 1) + 1
         last[0], last[1], last[2] = body[start : len(body) - 1][:MAX_LINE_BYTES], ln + body.count(b"\n"), False
-    starts = sorted({body.rfind(b"\n", 0, off) + 1 for off in scanner.offsets(body)})
+    found = {body.rfind(b"\n", 0, off) + 1 for off in scanner.offsets(body)}
+    pos = len(body) - 1
+    for _ in range(tail):
+        pos = body.rfind(b"\n", 0, pos)
+        found.add(pos + 1)
+        if pos < 0:
+            break
+    starts = sorted(found)
     framer = p.framer
     i, n, pos, end = 0, len(starts), 0, len(body)
     while pos < end:

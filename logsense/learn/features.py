@@ -28,6 +28,16 @@ _ERRORISH = re.compile(
     r"[Dd]eadlock|\b[Hh]ang(?:s|ing)?\b|[Rr]etract|Possible solutions"
 )
 _LEVEL = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
+# What the block scanner looks for on the model's behalf: a literal for every branch of _ERRORISH
+# (a superset: the regex still decides), so a log is read the same fast way for training and use.
+SCAN_LITERALS = (
+    ("NaN", "OOM", "inf", "ang", "SIGQUIT", "CRITICAL"),
+    ("error", "exception", "fail", "fatal", "traceback", "cannot ", "can't ", "unable to", "not found",
+     "no such", "denied", "refused", "timeout", "timed out", "time out", "killed", "abort", "out of memory",
+     "invalid", "unsupported", "not supported", "mismatch", "undefined symbol", "not enough", "illegal",
+     "watchdog", "sigquit", "segmentation", "deadlock", "retract", "possible solutions"),
+)
+TAIL_LINES = 40  # lines at the end of a log always read (TAIL_EVENTS events come from them)
 
 # Masking: what differs between two logs of the same incident (numbers, paths, addresses, ranks).
 _URL = re.compile(r"\b(?:https?|ftp|file|tcp|ws)://\S+")
@@ -167,12 +177,25 @@ def doc_of_lines(lines: Iterable[tuple[int, str]], phases=None) -> Doc:
     return doc_of_pipeline(p)
 
 
+def doc_of_stream(fp, name: str, phases=None) -> Doc:
+    """The document of a recorded log, read with the block scanner (error-ish lines and the end)."""
+    from logsense.pipeline import Pipeline
+    from logsense.scan import feed_stream
+
+    p = Pipeline(phases if phases is not None else phase_only_rules())
+    p.digest = Digest()
+    p.extra_literals = SCAN_LITERALS
+    feed_stream(fp, p, name, tail=TAIL_LINES)
+    p.flush()
+    return doc_of_pipeline(p)
+
+
 def doc_of_file(path: str, phases=None) -> Doc:
-    from logsense.sources.recorded import open_recorded, read_lines
+    from logsense.sources.recorded import open_recorded
 
     fp, name = open_recorded(str(path))
     try:
-        return doc_of_lines(read_lines(fp, name), phases)
+        return doc_of_stream(fp, name, phases)
     finally:
         fp.close()
 
@@ -180,9 +203,7 @@ def doc_of_file(path: str, phases=None) -> Doc:
 def doc_of_bytes(data: bytes, name: str = "<input>", phases=None) -> Doc:
     import io
 
-    from logsense.sources.recorded import read_lines
-
-    return doc_of_lines(read_lines(io.BytesIO(data), name), phases)
+    return doc_of_stream(io.BufferedReader(io.BytesIO(data)), name, phases)
 
 
 _PHASE_ONLY = None
