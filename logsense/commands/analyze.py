@@ -23,17 +23,21 @@ def analyze_path(path: str, rules: RuleSet, classifier=None) -> tuple[Report, li
     try:
         p = Pipeline(rules)
         p.classifier = classifier
-        for_input = getattr(classifier, "for_input", None)
-        if for_input is not None:
-            fp, p.classifier = for_input(path, fp)  # the model reads the whole log again, only if consulted
-        attach = getattr(p.classifier, "attach", None)
+        attach = getattr(classifier, "attach", None)
         if attach is not None:
-            attach(p)  # a hook that watches every record (--baseline): every line must be fed
-        if attach is not None or os.environ.get("LOGSENSE_SCAN") == "off":
+            attach(p)  # the hook watches the events as they are fed
+        # The model reads error-ish lines and the end of the log; the block scanner picks those
+        # too, so one pass serves rules and model. A hook that watches every record
+        # (--baseline's template miner) needs every line.
+        every_line = attach is not None and getattr(classifier, "needs_every_line", True)
+        literals = getattr(classifier, "scan_literals", None)
+        if literals:
+            p.extra_literals = literals
+        if every_line or os.environ.get("LOGSENSE_SCAN") == "off":
             for line_no, text in read_lines(fp, name):
                 p.feed_line(line_no, text)
         else:
-            feed_stream(fp, p, name)
+            feed_stream(fp, p, name, tail=getattr(classifier, "scan_tail", 0))
         return p.finish(name), p.matcher.problems
     finally:
         if fp is not sys.stdin.buffer:

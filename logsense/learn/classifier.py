@@ -11,16 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
 from logsense.learn.decide import HEALTHY, UNKNOWN, decide
-from logsense.learn.features import Digest, Doc, Note, doc_of_bytes, doc_of_file, doc_of_pipeline
+from logsense.learn.features import (
+    SCAN_LITERALS,
+    TAIL_LINES,
+    Digest,
+    Doc,
+    Note,
+    doc_of_pipeline,
+)
 from logsense.learn.linear import LinearModel, Prediction
 from logsense.model import Diagnosis, Evidence, Fix, Origin
 
 MAX_EVIDENCE = 6
 UNKNOWN_CONFIDENCE = 0.3  # as the rules' unknown
-STDIN_KEEP = 256 << 20  # bytes of piped input kept for the model's second reading
 
 
 class Classifier:
@@ -42,18 +47,13 @@ class Classifier:
     def threshold(self) -> float:
         return self._threshold if self._threshold is not None else self.model.threshold
 
+    needs_every_line = False  # the block scanner feeds what the model reads (see scan_literals)
+    scan_literals = SCAN_LITERALS
+    scan_tail = TAIL_LINES
+
     def attach(self, pipeline) -> None:
         """Watch the events as they are fed (tail, stdin, the library): the pipeline keeps a digest."""
         pipeline.digest = Digest()
-
-    def for_input(self, path: str, fp: BinaryIO) -> tuple[BinaryIO, Replay]:
-        """For a recorded log: a hook that reads the whole log again, only when it is consulted, so the
-        fast scanner (which feeds only the lines some rule could use) never hides a line from the model.
-        Returns the stream to read (stdin is kept, up to a cap, for that second reading) and the hook."""
-        if path != "-":
-            return fp, Replay(self, path=path)
-        tee = _Tee(fp)
-        return tee, Replay(self, tee=tee)  # type: ignore[return-value]
 
     def __call__(self, pipeline, diagnoses: list[Diagnosis], facts: dict) -> list[Diagnosis]:
         if pipeline.digest is None:
@@ -129,60 +129,6 @@ class Classifier:
             evidence=_evidence(sorted(notes, key=lambda n: n.line)), fixes=fixes, explains=explains,
             nearest=nearest[0] if nearest else None,
         )
-
-
-class Replay:
-    """The hook for one recorded log: at finish(), the model reads the whole log (a file, or the stdin kept)."""
-
-    def __init__(self, classifier: Classifier, path: str | None = None, tee: _Tee | None = None) -> None:
-        self.classifier = classifier
-        self.path = path
-        self.tee = tee
-
-    def __call__(self, pipeline, diagnoses: list[Diagnosis], facts: dict) -> list[Diagnosis]:
-        return self.classifier.consult(pipeline, diagnoses, self._doc)
-
-    def _doc(self) -> Doc:
-        if self.path is not None:
-            return doc_of_file(self.path)
-        assert self.tee is not None
-        if self.tee.overflow:
-            return Doc("zzphaseimport zznotready\n")  # stdin beyond the cap: nothing kept to read again
-        return doc_of_bytes(self.tee.kept(), "<stdin>")
-
-
-class _Tee:
-    """A binary stream that keeps a copy of what is read from it (up to `cap` bytes)."""
-
-    def __init__(self, fp: BinaryIO, cap: int = STDIN_KEEP) -> None:
-        self.fp = fp
-        self.cap = cap
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.overflow = False
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.fp.read(n)
-        if data and not self.overflow:
-            self.size += len(data)
-            if self.size > self.cap:
-                self.overflow, self.chunks = True, []
-            else:
-                self.chunks.append(data)
-        return data
-
-    def peek(self, n: int = 0) -> bytes:
-        peek = getattr(self.fp, "peek", None)
-        return peek(n) if peek is not None else b""
-
-    def kept(self) -> bytes:
-        return b"".join(self.chunks)
-
-    def close(self) -> None:
-        import sys
-
-        if self.fp is not sys.stdin.buffer:
-            self.fp.close()
 
 
 def _telling(model: LinearModel, notes: list[Note], cause: str, k: int = 3) -> list[Note]:
