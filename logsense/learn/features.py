@@ -17,6 +17,9 @@ from logsense.model import Event, Record
 
 FEATURE_VERSION = 1  # bump when the document text changes: a model trained on another version is stale
 MAX_ERRORS = 40  # distinct error-ish events kept (the most recent ones)
+MAX_SHAPE_LINES = 4
+MAX_SHAPES = 4096
+_DIGITS = str.maketrans("123456789", "000000000")
 TAIL_EVENTS = 8  # the last events before the end, whatever they say
 MAX_TEXT = 400  # characters of one line that count
 
@@ -29,9 +32,10 @@ _ERRORISH = re.compile(
 )
 _LEVEL = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
 # What the block scanner looks for on the model's behalf: a literal for every branch of _ERRORISH
-# (a superset: the regex still decides), so a log is read the same fast way for training and use.
+# (a superset: the regex still decides; "inf" and "hang" only with a space, or they would match
+# every "info" and "sglang"), so a log is read the same fast way for training and use.
 SCAN_LITERALS = (
-    ("NaN", "OOM", "inf", "ang", "SIGQUIT", "CRITICAL"),
+    ("NaN", "OOM", " inf", "inf ", " hang", "Hang", "SIGQUIT", "CRITICAL"),
     ("error", "exception", "fail", "fatal", "traceback", "cannot ", "can't ", "unable to", "not found",
      "no such", "denied", "refused", "timeout", "timed out", "time out", "killed", "abort", "out of memory",
      "invalid", "unsupported", "not supported", "mismatch", "undefined symbol", "not enough", "illegal",
@@ -116,6 +120,7 @@ class Digest:
         self.errors: dict[str, Note] = {}  # masked text -> note; insertion order, most recent last
         self.tail: deque[Event] = deque(maxlen=TAIL_EVENTS)
         self.tracebacks = 0
+        self._shapes: dict[str, str] = {}  # an event's text with digits as 0 -> its masked text
 
     def add(self, event: Event) -> None:
         if event.kind == "traceback":
@@ -129,9 +134,20 @@ class Digest:
                 return
         if event.kind != "line":
             self.tail.append(event)
+        # Masking costs a dozen regex passes; an event that differs from one already seen only in
+        # its digits masks the same, so the thousandth "Retract requests" line costs a dict lookup.
+        shape = "\n".join(r.message for r in event.records[:MAX_SHAPE_LINES]).translate(_DIGITS)
+        known = self._shapes.get(shape)
+        if known is not None and known in self.errors:
+            self.errors[known] = self.errors.pop(known)  # the first occurrence, moved to the end
+            return
         note = _note(event)
         if note is None:
             return
+        if len(event.records) <= MAX_SHAPE_LINES:
+            if len(self._shapes) >= MAX_SHAPES:
+                self._shapes.pop(next(iter(self._shapes)))
+            self._shapes[shape] = note.text
         old = self.errors.pop(note.text, None)
         self.errors[note.text] = old or note  # the first occurrence, moved to the end
         if len(self.errors) > MAX_ERRORS:
