@@ -14,19 +14,12 @@ from rich.text import Text
 
 from logsense.diff import DiffResult, Line, Run
 from logsense.normalize import clean
+from logsense.report.text import _secs
 
 SHOW_BAD = 25  # bad-only entries shown (the JSON has them all)
 SHOW_GOOD = 8
 MAX_SHOWN = 240  # characters of a log line on screen
 MAX_FRAMES = 9  # frames of a new code path on screen: the first two and the innermost ones
-
-
-def _secs(s: float | None) -> str:
-    if s is None:
-        return "?"
-    if s < 90:
-        return f"{s:.0f} s"
-    return f"{s / 60:.1f} min"
 
 
 def _n(n: int, word: str) -> str:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from logsense.errors import SourceError
+from logsense.sources.recorded import source_error
 
 POLL = 0.02  # seconds between looks at an idle file: the floor of the delay a new line sees
 READ_CAP = 4 << 20  # bytes taken from one file per look, so a huge backlog does not stall the caller
@@ -88,12 +89,8 @@ class FileFollower:
     def _open(self, path: str, offset: int) -> _Open:
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError:
-            raise SourceError(f"{path}: no such file") from None
-        except PermissionError:
-            raise SourceError(f"{path}: permission denied") from None
         except OSError as e:
-            raise SourceError(f"{path}: cannot open: {e.strerror or e}") from None
+            raise source_error(path, e) from None
         st = os.fstat(fd)
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)

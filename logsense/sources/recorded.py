@@ -54,6 +54,15 @@ def read_lines(fp: BinaryIO, name: str = "<input>") -> Iterator[tuple[int, str]]
         yield line_no, bytes(pending).decode("utf-8", "replace")
 
 
+def source_error(path: str, e: OSError) -> SourceError:
+    """The one-line message for a file that cannot be opened."""
+    if isinstance(e, FileNotFoundError):
+        return SourceError(f"{path}: no such file")
+    if isinstance(e, PermissionError):
+        return SourceError(f"{path}: permission denied")
+    return SourceError(f"{path}: cannot open: {e.strerror or e}")
+
+
 def open_recorded(path: str) -> tuple[BinaryIO, str]:
     """Open a recorded log for reading ('-' is stdin); gzip is detected, not guessed from the name."""
     if path == "-":
@@ -63,20 +72,14 @@ def open_recorded(path: str) -> tuple[BinaryIO, str]:
         name = path
         try:
             st = os.stat(path)
-        except FileNotFoundError:
-            raise SourceError(f"{path}: no such file") from None
-        except PermissionError:
-            raise SourceError(f"{path}: permission denied") from None
         except OSError as e:
-            raise SourceError(f"{path}: cannot open: {e.strerror or e}") from None
+            raise source_error(path, e) from None
         if stat.S_ISDIR(st.st_mode):
             raise SourceError(f"{path}: is a directory (give a log file, or use `logsense check` for a corpus)")
         try:
             raw = open(path, "rb")  # noqa: SIM115 - the caller closes it
-        except PermissionError:
-            raise SourceError(f"{path}: permission denied") from None
         except OSError as e:
-            raise SourceError(f"{path}: cannot open: {e.strerror or e}") from None
+            raise source_error(path, e) from None
     buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
     try:
         magic = buffered.peek(2)[:2]
