@@ -41,3 +41,18 @@ def test_analyze_strips_escapes_end_to_end(tmp_path):
     out = p.stdout.decode("utf-8", "replace")
     assert "\x1b" not in SGR.sub("", out), repr(out)
     assert "[red]not markup[/red]" in out
+
+
+def test_no_color_and_dumb_terminal(tmp_path):
+    import subprocess
+    import sys
+
+    log = tmp_path / "x.log"
+    log.write_text("[2025-01-01 00:00:00] ImportError: Vendored FlashAttention CUTE is not available\n")
+    for env in ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, {"TERM": "dumb", "FORCE_COLOR": "1"}):
+        p = subprocess.run([sys.executable, "-m", "logsense", "analyze", str(log)], capture_output=True,
+                           env={**env, "PATH": "/usr/bin:/bin"})
+        colours = re.findall(rb"\x1b\[([0-9;]*)m", p.stdout)
+        # bold and dim may stay (NO_COLOR is about colour); no foreground or background colour
+        assert p.returncode == 1 and not [c for c in colours if re.search(rb"(?:^|;)(?:3|4|9|10)\d", c)], colours
+        assert b"Traceback" not in p.stderr
