@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from logsense.errors import RuleError, RuleErrors, SourceError
-from logsense.model import Match, Report, Role, Status
+from logsense.model import Report, Role, Status
 from logsense.rules import RuleSet, bundled_rules_dir, load_rules, pack_files
 from logsense.rules.compile import CompiledRule
+from logsense.rules.examples import all_matches, example_lines
 from logsense.rules.schema import PHASES
 
 LABEL_SUFFIX = ".label.yaml"
@@ -334,31 +335,6 @@ def check_phase_files(files: list[Path]) -> list[Problem]:
     return out
 
 
-def all_matches(rs: RuleSet, lines: Iterable[tuple[int, str]], phase: str | None = None) -> tuple[list[Match], Report]:
-    """Every rule match while `lines` are analyzed (not only those that end up in the report)."""
-    from logsense.pipeline import Pipeline
-
-    p = Pipeline(rs)
-    if phase:
-        p.timeline.current = phase
-    found: list[Match] = []
-    add = p.ranker.add
-
-    def spy(m: Match) -> bool:
-        found.append(m)
-        return add(m)
-
-    p.ranker.add = spy  # type: ignore[method-assign]
-    for n, text in lines:
-        p.feed_line(n, text)
-    report = p.finish()
-    return p.ranker.allowed(found, report.facts), report
-
-
-def _example_lines(log: str) -> list[tuple[int, str]]:
-    return list(enumerate(log.splitlines() or [log], 1))
-
-
 def check_conflicts(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
     """A match example of a root rule that a root rule of another cause, priority >= its own, also fires on."""
     out = []
@@ -370,7 +346,7 @@ def check_conflicts(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
         for ex in spec.examples:
             if ex.kind != "match":
                 continue
-            matches, _ = all_matches(rs, _example_lines(ex.log), phase)
+            matches, _ = all_matches(rs, example_lines(ex.log), phase)
             seen = set()
             for m in matches:
                 other = rs.get(m.rule_id)

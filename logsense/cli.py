@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from logsense import __version__
+from logsense.report import FORMATS as REPORT_FORMATS
 
 app = typer.Typer(
     name="logsense",
@@ -54,7 +55,7 @@ def analyze(
     ] = None,
 ) -> None:
     """Diagnose a recorded startup log: root cause, evidence, fix. Exit 1 when a failure is found."""
-    _check_format(fmt, ("text", "json"))
+    _check_format(fmt, REPORT_FORMATS)
     from logsense.commands import analyze as cmd
 
     raise typer.Exit(cmd.main(paths, fmt, rules, only_rules, no_rules, not no_classifier, baseline))
@@ -174,7 +175,7 @@ def diff(
 
     Exit 1 when the bad run failed or printed error-like lines the good one never did, else 0.
     """
-    _check_format(fmt, ("text", "json"))
+    _check_format(fmt, REPORT_FORMATS)
     from logsense.commands import diff as cmd
 
     raise typer.Exit(cmd.main(good, bad, fmt, rules, only_rules))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from logsense import fixes as fixes_mod
 from logsense.model import Diagnosis, Event, Evidence, Match, Origin, Record, Role
@@ -260,9 +261,9 @@ class Ranker:
                 tp = self.rules.get(top.rule).spec.priority if self.rules.get(top.rule) else 0
                 if rp == tp:
                     # two causes of equal standing: say so in how sure we are
-                    top = _replace(top, confidence=round(top.confidence * 0.8, 3))
+                    top = replace(top, confidence=round(top.confidence * 0.8, 3))
             explains = tuple(d.rule for d in symptoms if d.rule)
-            roots[0] = _replace(top, explains=explains)
+            roots[0] = replace(top, explains=explains)
             return roots + symptoms
         failure_signs = symptoms or self.unmatched_errors
         if not failure_signs:
@@ -293,16 +294,8 @@ class Ranker:
         return (-best.priority, -best.confidence, best.event.first_line)
 
 
-def _replace(d: Diagnosis, **kw) -> Diagnosis:
-    from dataclasses import replace
-
-    return replace(d, **kw)
-
-
 def _fill_text(text: str, facts: dict, captures: dict) -> str:
     if "{" not in text:
         return text
     values = {**facts, **captures}
-    import re
-
     return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), m.group(0))), text)

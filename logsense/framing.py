@@ -53,7 +53,6 @@ class Framer:
 
     def __init__(self) -> None:
         self._open: dict[str | None, _Open] = {}  # by pid
-        self.open_since: dict[str | None, float] = {}
 
     @property
     def busy(self) -> bool:

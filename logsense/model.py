@@ -46,10 +46,6 @@ class Record:
     prefixed: bool = False  # the message carried SGLang's own "[time ranks]" prefix
     cursor: str | None = None
 
-    @property
-    def stream(self) -> tuple[str | None, str | None]:
-        return (self.pid, self.rank)
-
 
 @dataclass(frozen=True, slots=True)
 class Event:

@@ -57,13 +57,6 @@ class LiteralIndex:
                     found.extend(lists[i])
         return found
 
-    def any_in(self, text: str) -> bool:
-        return bool(
-            self.always
-            or (self._gate_cs is not None and self._gate_cs.search(text))
-            or (self._gate_ci is not None and self._gate_ci.search(text))
-        )
-
 
 def _automaton(lits: dict[str, list[Hashable]]):
     """An Aho-Corasick automaton over the literals (None: no literals; False: the package is missing)."""

@@ -69,7 +69,7 @@ class Timeline:
             if kind == "m":
                 if spec.markers[pi].regex.search(rec.message) and self._enter(spec, rec):
                     entered = spec.name
-            elif spec.name == self.current or _ORDER.get(spec.name, 0) >= _ORDER.get(self.current, 0):
+            elif _ORDER.get(spec.name, 0) >= _ORDER.get(self.current, 0):  # not a phase already left
                 m = spec.progress[pi].regex.search(rec.message)
                 if m and m.groupdict().get("done") and m.groupdict().get("total"):
                     progress = (int(m["done"]), int(m["total"]))

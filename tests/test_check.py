@@ -17,30 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import HEALTHY, MODULE_MISSING, ROOT
 from logsense.check import check, label_for, logs_for, plan, read_label
 from logsense.commands import check as check_cmd
 
-HEALTHY = """\
-[2026-11-20 10:00:00] server_args=ServerArgs(model_path='/models/tiny', tokenizer_path='/models/tiny', tp_size=1)
-[2026-11-20 10:00:02 TP0] Init torch distributed begin.
-[2026-11-20 10:00:03 TP0] Load weight begin. avail mem=78.48 GB
-[2026-11-20 10:00:10 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=60.00 GB
-[2026-11-20 10:00:11 TP0] KV Cache is allocated. #tokens: 86461, K size: 5.11 GB, V size: 5.11 GB
-[2026-11-20 10:00:12 TP0] Capture cuda graph begin. This can take up to several minutes.
-[2026-11-20 10:00:20 TP0] Capture cuda graph end. Time elapsed: 8.00 s
-[2026-11-20 10:00:21] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)
-[2026-11-20 10:00:23] The server is fired up and ready to roll!
-"""
-
-MODULE_MISSING = """\
-[2026-11-20 10:00:00] server_args=ServerArgs(model_path='/models/tiny', tokenizer_path='/models/tiny', tp_size=1)
-[2026-11-20 10:00:03 TP0] Load weight begin. avail mem=78.48 GB
-[2026-11-20 10:00:04 TP0] Scheduler hit an exception: Traceback (most recent call last):
-  File "/sgl-workspace/sglang/python/sglang/srt/models/widget.py", line 12, in <module>
-    import widget_kernels
-ModuleNotFoundError: No module named 'widget_kernels'
-"""
 MODULE_LINE = 6  # the line the diagnosis points at
 
 MODULE_RULE = {

@@ -138,12 +138,17 @@ def test_an_open_traceback_is_said_after_a_quiet_time(tmp_path):
     assert end["event"] == "end" and end["reason"] == "interrupted" and end["exit"] == 130
 
 
+def _startup_journal(tmp_path):
+    """A rule pack and a journal holding one startup of the unit."""
+    j = tmp_path / "j.journal"
+    write_journal(j, unit_entries(startup()))
+    return rule_pack(tmp_path), j
+
+
 @needs_journal_remote
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_ctrl_c_on_a_journal_ends_cleanly(tmp_path, backend):
-    pack = rule_pack(tmp_path)
-    j = tmp_path / "j.journal"
-    write_journal(j, unit_entries(startup()))
+    pack, j = _startup_journal(tmp_path)
     p = Proc(["--file", str(j), UNIT, "--only-rules", str(pack)], backend)
     p.wait_for(lambda line: "CUDA graphs" in line)
     p.p.send_signal(signal.SIGINT)
@@ -180,9 +185,7 @@ def test_a_closed_pipe_ends_it_cleanly_on_a_file(tmp_path):
 @needs_journal_remote
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_closed_pipe_ends_it_cleanly_on_a_journal(tmp_path, backend):
-    pack = rule_pack(tmp_path)
-    j = tmp_path / "j.journal"
-    write_journal(j, unit_entries(startup()))
+    pack, j = _startup_journal(tmp_path)
     rc, first, err = _pipe_to_head(["--file", str(j), UNIT, "-f", "jsonl", "--only-rules", str(pack)], backend)
     assert json.loads(first)["event"] == "follow"
     assert rc == 0 and err == ""

@@ -96,6 +96,14 @@ def _path_entry(first: Line, frames: list[str]) -> Text:
 _CODE = ("frame", "source", "chain")
 
 
+def _print_entries(console: Console, entries, limit: int, hint: str = "") -> None:
+    shown, rest = _entries(entries, limit)
+    for t in shown:
+        console.print(t)
+    if rest:
+        console.print(Text(f"  … and {rest} more{hint}", style="dim"))
+
+
 def _entries(lines: list[Line], limit: int) -> tuple[list[Text], int]:
     """Bad-only lines as screen entries: a run of new traceback frames becomes one code path."""
     out: list[Text] = []
@@ -154,22 +162,14 @@ def render(result: DiffResult, console: Console) -> None:
         head = Text("only in the bad run: ", style="bold")
         head.append(f"{_n(len(result.bad_only), 'template')} ({n_err} error-like), by first appearance", style="dim")
         console.print(head)
-        shown, rest = _entries(result.bad_only, SHOW_BAD)
-        for t in shown:
-            console.print(t)
-        if rest:
-            console.print(Text(f"  … and {rest} more (--format json lists them all)", style="dim"))
+        _print_entries(console, result.bad_only, SHOW_BAD, " (--format json lists them all)")
     else:
         console.print(Text("the bad run printed nothing the good run did not print too", style="green"))
     if result.good_only:
         head = Text("only in the good run: ", style="bold")
         head.append(_n(len(result.good_only), "template"), style="dim")
         console.print(head)
-        shown, rest = _entries(result.good_only, SHOW_GOOD)
-        for t in shown:
-            console.print(t)
-        if rest:
-            console.print(Text(f"  … and {rest} more", style="dim"))
+        _print_entries(console, result.good_only, SHOW_GOOD)
     console.print()
 
     if result.facts:

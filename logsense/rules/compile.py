@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import regex
 
 from logsense.errors import RuleError
-from logsense.rules.loader import FixSpec, PatternSpec, RuleSpec
+from logsense.rules.loader import PatternSpec, RuleSpec
 
 MIN_LITERAL = 3
 MATCH_TIMEOUT = 0.25  # seconds per search: a pathological pattern is stopped, reported and disabled
@@ -233,15 +233,6 @@ class Pattern:
 
 
 @dataclass(frozen=True)
-class FixTemplate:
-    kind: str
-    value: str
-    note: str | None
-    when: dict
-    fallback: str | None
-
-
-@dataclass(frozen=True)
 class CompiledRule:
     spec: RuleSpec
     any: tuple[Pattern, ...]
@@ -252,14 +243,6 @@ class CompiledRule:
     def id(self) -> str:
         return self.spec.id
 
-    @property
-    def patterns(self) -> tuple[Pattern, ...]:
-        return self.any + self.all + self.not_
-
-    @property
-    def prefiltered(self) -> bool:
-        """True when every positive pattern has a literal, so the prefilter can narrow the rule."""
-        return all(p.literals for p in self.any + self.all)
 
 
 def compile_pattern(spec: PatternSpec, path: str, rule: str, validate: bool = True) -> Pattern:
@@ -285,6 +268,3 @@ def compile_rule(spec: RuleSpec, validate: bool = True) -> CompiledRule:
 
     return CompiledRule(spec, comp(spec.any), comp(spec.all), comp(spec.not_))
 
-
-def fix_templates(spec: RuleSpec) -> tuple[FixSpec, ...]:
-    return spec.fixes

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from logsense.model import Match, Report
 from logsense.rules import RuleSet
 from logsense.rules.compile import CompiledRule
 from logsense.rules.schema import PHASES
@@ -24,26 +26,37 @@ class ExampleResult:
         return f"{self.path}::{self.rule}::{self.kind}[{self.index}]"
 
 
-def fired(rules: RuleSet, rule: CompiledRule, log: str) -> list:
-    """The matches of `rule` when `log` is analyzed (starting in the rule's phase, if it has one)."""
+def all_matches(rs: RuleSet, lines: Iterable[tuple[int, str]], phase: str | None = None) -> tuple[list[Match], Report]:
+    """Every rule match while `lines` are analyzed (not only those that end up in the report)."""
     from logsense.pipeline import Pipeline
 
-    p = Pipeline(rules)
-    if rule.spec.when_phase:
-        p.timeline.current = min(rule.spec.when_phase, key=PHASES.index)
-    found = []
-    original = p.ranker.add
+    p = Pipeline(rs)
+    if phase:
+        p.timeline.current = phase
+    found: list[Match] = []
+    add = p.ranker.add
 
-    def spy(m):
-        if m.rule_id == rule.id:
-            found.append(m)
-        return original(m)
+    def spy(m: Match) -> bool:
+        found.append(m)
+        return add(m)
 
     p.ranker.add = spy  # type: ignore[method-assign]
-    for i, line in enumerate(log.splitlines() or [log], 1):
-        p.feed_line(i, line)
-    p.flush()
-    return p.ranker.allowed(found, p.facts.snapshot())
+    for n, text in lines:
+        p.feed_line(n, text)
+    report = p.finish()
+    return p.ranker.allowed(found, report.facts), report
+
+
+def example_lines(log: str) -> list[tuple[int, str]]:
+    """An example as numbered log lines."""
+    return list(enumerate(log.splitlines() or [log], 1))
+
+
+def fired(rules: RuleSet, rule: CompiledRule, log: str) -> list[Match]:
+    """The matches of `rule` when `log` is analyzed (starting in the rule's phase, if it has one)."""
+    phase = min(rule.spec.when_phase, key=PHASES.index) if rule.spec.when_phase else None
+    matches, _ = all_matches(rules, example_lines(log), phase)
+    return [m for m in matches if m.rule_id == rule.id]
 
 
 def run_examples(rules: RuleSet, only: str | None = None) -> list[ExampleResult]:
