@@ -22,6 +22,8 @@ from conftest import HEALTHY, MODULE_MISSING, ROOT
 
 pytest.importorskip("pre_commit", reason="pre-commit is not installed (pip install -e '.[dev]')")
 
+pytestmark = pytest.mark.slow
+
 # Whatever the bundled rules make of MODULE_MISSING (a missing module, or unknown), it is not a CUDA OOM.
 FAILED = MODULE_MISSING
 
