@@ -131,17 +131,19 @@ def label(
 def train(
     corpus: Annotated[list[str], typer.Argument(help="Corpus dirs of labelled logs.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Model directory to write.")] = "model",
+    readme: Annotated[str | None, typer.Option(
+        "--readme", help="Also rewrite the held-out table between the generated-table markers of this file.")] = None,
 ) -> None:
     """Fit the learned classifier on a labelled corpus, printing cross-validated metrics."""
     from logsense.commands import learn as cmd
 
-    raise typer.Exit(cmd.train(corpus, output))
+    raise typer.Exit(cmd.train(corpus, output, readme=readme))
 
 
 @app.command("eval")
 def eval_(
     corpus: Annotated[list[str], typer.Argument(help="Corpus dirs of labelled logs.")],
-    fmt: FormatOpt = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or markdown (the README's table).")] = "text",
 ) -> None:
     """Per-cause precision / recall and the confusion matrix, split by incident source."""
     from logsense.commands import learn as cmd

@@ -8,7 +8,6 @@ incident"): loading it cannot run code, and predicting is a sparse dot product, 
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from collections import Counter
@@ -17,10 +16,32 @@ from pathlib import Path
 from typing import Any
 
 from logsense.errors import ModelError
-from logsense.learn.features import ANALYZERS
+from logsense.learn.features import ANALYZERS, FEATURE_VERSION
+from logsense.learn.validate import check_model
 
 FORMAT = "logsense-linear-text-classifier"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a held-out precision per cause caps its confidence
+UNCAPPED = ("healthy", "unknown")  # not causes the model states: "no failure" and "cannot tell"
+MAX_MODEL_BYTES = 64 << 20  # the file, and a .gz once inflated (the shipped model is ~2 MB)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A cause's record in cross-validation: `right` of the `said` held-out logs the model called it were
+    that cause; `support` held-out logs were."""
+
+    right: int
+    said: int
+    support: int
+
+    @property
+    def precision(self) -> float | None:
+        return self.right / self.said if self.said else None
+
+    @property
+    def cap(self) -> float:
+        """The most confidence the record earns: its held-out precision, 0 for a cause never called."""
+        return self.right / self.said if self.said else 0.0
 
 
 @dataclass(frozen=True)
@@ -73,13 +94,9 @@ class Block:
 
 
 class LinearModel:
-    def __init__(self, data: dict[str, Any]) -> None:
-        if data.get("format") != FORMAT:
-            raise ModelError(f"not a logsense classifier model (format {data.get('format')!r})")
-        if data.get("format_version") != FORMAT_VERSION:
-            raise ModelError(f"classifier model format {data.get('format_version')} (this logsense reads "
-                             f"{FORMAT_VERSION}): rebuild it with `logsense train`")
-        self.meta: dict[str, Any] = data.get("meta", {})
+    def __init__(self, data: dict[str, Any], source: str = "classifier model") -> None:
+        check_model(data, ANALYZERS, (FORMAT, FORMAT_VERSION), FEATURE_VERSION, source)
+        self.meta: dict[str, Any] = data["meta"]
         self.classes: list[str] = list(data["classes"])
         self.blocks: list[Block] = []
         offset = 0
@@ -89,26 +106,44 @@ class LinearModel:
             offset += len(b)
         self.coef: list[list[float]] = data["coef"]  # one row per feature: a weight per class
         self.intercept: list[float] = data["intercept"]
-        self.temperature = float(data.get("temperature", 1.0))
-        self.threshold = float(data.get("threshold", 0.5))
+        self.temperature = float(data["temperature"])
+        self.threshold = float(data["threshold"])
         self.incidents: list[dict[str, Any]] = data.get("incidents", [])
-        if len(self.coef) != offset or any(len(r) != len(self.classes) for r in self.coef[:1]):
-            raise ModelError("classifier model: coefficient shape does not match its vocabulary")
+        self.held_out: dict[str, HeldOut] = {
+            c: HeldOut(r["right"], r["said"], r["support"]) for c, r in data["held_out"].items()}
 
     @classmethod
     def load(cls, path: str | Path) -> LinearModel:
         p = Path(path)
         try:
-            raw = p.read_bytes()
+            with open(p, "rb") as fh:
+                raw = fh.read(MAX_MODEL_BYTES + 1)
+                if len(raw) > MAX_MODEL_BYTES:
+                    raise ModelError(f"{p}: larger than {MAX_MODEL_BYTES >> 20} MiB: not a classifier model")
+                if raw[:2] == b"\x1f\x8b":
+                    fh.seek(0)
+                    raw = _gunzip(fh, p)
         except OSError as e:
             raise ModelError(f"{p}: cannot read the classifier model: {e.strerror or e}") from None
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
         try:
             data = json.loads(raw)
-        except ValueError as e:
-            raise ModelError(f"{p}: not a classifier model (bad JSON: {e})") from None
-        return cls(data)
+        except (ValueError, RecursionError) as e:
+            raise ModelError(f"{p}: not a classifier model (bad JSON: {str(e)[:200]})") from None
+        return cls(data, str(p))
+
+    def earned(self, cause: str) -> HeldOut | None:
+        """How the model did on held-out logs it called `cause`; None for healthy and unknown (never capped)."""
+        if cause in UNCAPPED:
+            return None
+        return self.held_out.get(cause, HeldOut(0, 0, 0))
+
+    def capped(self, pred: Prediction) -> Prediction:
+        """The prediction with each cause's confidence capped by its held-out precision (see HeldOut.cap)."""
+        out = []
+        for c, p in pred.probs:
+            rec = self.earned(c)
+            out.append((c, p if rec is None else min(p, rec.cap)))
+        return Prediction(tuple(sorted(out, key=lambda cp: (-cp[1], cp[0]))))
 
     def vector(self, text: str) -> dict[int, float]:
         x: dict[int, float] = {}
@@ -154,6 +189,21 @@ class LinearModel:
         """How much one piece of text pushes toward `cause` (its score, intercept left out)."""
         c = self.classes.index(cause)
         return sum(v * self.coef[j][c] for j, v in self.vector(text).items())
+
+
+def _gunzip(fh, path: Path) -> bytes:
+    """A gzip'd model inflated up to the size cap: a bomb or a truncated file is a clear error."""
+    import gzip
+    import zlib
+
+    try:
+        with gzip.GzipFile(fileobj=fh) as gz:
+            raw = gz.read(MAX_MODEL_BYTES + 1)
+    except (EOFError, OSError, zlib.error) as e:
+        raise ModelError(f"{path}: compressed classifier model is truncated or corrupt ({e})") from None
+    if len(raw) > MAX_MODEL_BYTES:
+        raise ModelError(f"{path}: inflates past {MAX_MODEL_BYTES >> 20} MiB: not a classifier model")
+    return raw
 
 
 def softmax(scores: list[float], temperature: float = 1.0) -> list[float]:

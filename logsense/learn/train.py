@@ -21,7 +21,7 @@ from sklearn.model_selection import GroupKFold
 
 from logsense.learn.decide import UNKNOWN, decide
 from logsense.learn.features import FEATURE_VERSION, Doc, chars, words
-from logsense.learn.linear import FORMAT, FORMAT_VERSION, softmax
+from logsense.learn.linear import FORMAT, FORMAT_VERSION, UNCAPPED, HeldOut, softmax
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,12 @@ def fit_temperature(z: np.ndarray, y_idx: np.ndarray) -> float:
 
 
 def export(f: Fitted, texts: list[str], names: list[str], y: list[str], cfg: Config, temperature: float,
-           meta: dict[str, Any]) -> dict[str, Any]:
-    """The JSON model: everything predict needs, nothing that can run."""
+           meta: dict[str, Any], held_out: dict[str, HeldOut] | None = None) -> dict[str, Any]:
+    """The JSON model: everything predict needs, nothing that can run.
+
+    `held_out`: each cause's cross-validation record, which caps its confidence; none (no
+    cross-validation) means no cause has earned any, and the model names none.
+    """
     blocks = []
     for name, v, w in f.vectorizers:
         terms = [""] * len(v.vocabulary_)
@@ -135,6 +139,9 @@ def export(f: Fitted, texts: list[str], names: list[str], y: list[str], cfg: Con
         "intercept": [_r(x) for x in intercept],
         "temperature": temperature,
         "threshold": cfg.threshold,
+        "held_out": {c: {"precision": None if r.precision is None else round(r.precision, 4), "right": r.right,
+                         "said": r.said, "support": r.support}
+                     for c, r in sorted((held_out or {}).items()) if c in f.classes},
         "incidents": incidents,
     }
 
@@ -158,20 +165,23 @@ class Evaluation:
     origin: list[str]
     groups: list[str]
     names: list[str]
-    preds: dict[str, list[str]]  # method -> verdict per incident
+    preds: dict[str, list[str]]  # method -> verdict per incident ("model": capped, as analyze; "uncapped")
     top1: dict[str, list[str]]  # method -> argmax (no threshold) per incident
-    probs: list[float]  # the model's calibrated p of its verdict
+    probs: list[float]  # the model's calibrated (and capped) p of its verdict
     n_splits: int
     temperature: float
     calibration: dict[str, float]
+    held_out: dict[str, HeldOut] = field(default_factory=dict)  # every fold's statements: what the model stores
+    threshold: float = 0.5
     docs: list[Doc] = field(default_factory=list, repr=False)
     model_probs: list[dict[str, float]] = field(default_factory=list, repr=False)  # calibrated, held out
+    fold_of: list[int] = field(default_factory=list, repr=False)
 
     def threshold_curve(self, thresholds=(0.2, 0.3, 0.4, 0.5, 0.6, 0.7)) -> list[dict[str, float]]:
-        """What each threshold would give: the share answered, right when answered, top-1."""
+        """What each threshold would give (capped as analyze does): the share answered, right when answered, top-1."""
         out = []
         for t in thresholds:
-            pred = [decide(p, d, t)[0] for p, d in zip(self.model_probs, self.docs, strict=True)]
+            pred = capped_verdicts(self.model_probs, self.docs, self.y, self.fold_of, t)[1]
             s = summarize(self.y, pred)
             out.append({"threshold": t, "answered": s["coverage"], "right_when_answered": s["precision_when_answered"],
                         "top1": s["top1"], "macro_f1": s["macro_f1"]})
@@ -248,11 +258,8 @@ def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list
     for i in range(n):
         probs_model.append(softmax(list(z_all[i]), temps[fold_of[i]]))
         raw_p.append(softmax(list(z_all[i]), 1.0))
-    pred_model, p_model = [], []
-    for i in range(n):
-        verdict, p, _ = decide(dict(zip(classes_all, probs_model[i], strict=False)), docs[i], cfg.threshold)
-        pred_model.append(verdict)
-        p_model.append(p)
+    model_probs = [dict(zip(classes_all, pr, strict=True)) for pr in probs_model]
+    pred_uncapped, pred_model, p_model = capped_verdicts(model_probs, docs, y, list(fold_of), cfg.threshold)
     temperature = fit_temperature(z_all, y_fit)
     known = [i for i in range(n) if seen[i]]
     calibration = {
@@ -265,11 +272,41 @@ def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list
     gated_top = [decide({top_model[i]: 1.0}, docs[i], 0.0)[0] for i in range(n)]
     return Evaluation(
         y=list(y), origin=list(origin), groups=list(groups), names=list(names),
-        preds={"model": pred_model, "nearest-neighbour": pred_nn, "majority": pred_major},
+        preds={"model": pred_model, "uncapped": pred_uncapped, "nearest-neighbour": pred_nn,
+               "majority": pred_major},
         top1={"model": gated_top, "nearest-neighbour": pred_nn, "majority": pred_major},
         probs=p_model, n_splits=k, temperature=temperature, calibration=calibration,
-        docs=list(docs), model_probs=[dict(zip(classes_all, pr, strict=True)) for pr in probs_model],
+        held_out=held_out_records(y, pred_uncapped, classes_all), threshold=cfg.threshold,
+        docs=list(docs), model_probs=model_probs, fold_of=[int(f) for f in fold_of],
     )
+
+
+def held_out_records(y: list[str], pred: list[str], classes: list[str]) -> dict[str, HeldOut]:
+    """Per cause: how many held-out logs the model called it, how many of those were right, how many were it."""
+    said = Counter(pred)
+    right = Counter(a for a, b in zip(y, pred, strict=True) if a == b)
+    support = Counter(y)
+    return {c: HeldOut(right[c], said[c], support[c]) for c in classes}
+
+
+def capped_verdicts(probs: list[dict[str, float]], docs: list[Doc], y: list[str], fold_of: list[int],
+                    threshold: float) -> tuple[list[str], list[str], list[float]]:
+    """(uncapped verdicts, capped verdicts, capped p of each): each held-out log's causes capped by the
+    records of the other folds, as the shipped model's are by all of them."""
+    uncapped = [decide(p, d, threshold)[0] for p, d in zip(probs, docs, strict=True)]
+    classes = sorted(probs[0]) if probs else []
+    records = {}
+    for fi in sorted(set(fold_of)):
+        others = [i for i, f in enumerate(fold_of) if f != fi]
+        records[fi] = held_out_records([y[i] for i in others], [uncapped[i] for i in others], classes)
+    capped, p_capped = [], []
+    for i, p in enumerate(probs):
+        rec = records[fold_of[i]]
+        cp = {c: q if c in UNCAPPED else min(q, rec[c].cap) for c, q in p.items()}
+        verdict, q, _ = decide(cp, docs[i], threshold)
+        capped.append(verdict)
+        p_capped.append(q)
+    return uncapped, capped, p_capped
 
 
 def _nearest_neighbour(train: list[str], y: list[str], test: list[str]) -> list[str]:
@@ -342,16 +379,41 @@ def build(incidents, docs: list[Doc], cfg: Config | None = None, n_splits: int =
         "rebuild": "logsense train corpora/ -o logsense/data/",
     }
     if ev is not None:
-        meta["cross_validation"] = {
-            "splits": ev.n_splits,
-            "split_by": "incident group (source url)",
-            "model": _brief(ev.metrics("model")),
-            "nearest-neighbour": _brief(ev.metrics("nearest-neighbour")),
-            "majority": _brief(ev.metrics("majority")),
-            "calibration": ev.calibration,
-        }
+        meta["cross_validation"] = cv_summary(ev)
     temperature = ev.temperature if ev is not None else 1.0
-    return export(f, texts, names, y, cfg, temperature, meta), ev
+    return export(f, texts, names, y, cfg, temperature, meta, ev.held_out if ev is not None else None), ev
+
+
+# (method key, label, thresholded, subsets): the rows of the held-out table, in README order
+TABLE_ROWS = (
+    ("model", "model (what `analyze` does: p >= threshold, capped by held-out precision)", True,
+     ("all", "recorded", "constructed")),
+    ("uncapped", "model, uncapped", True, ("all",)),
+    ("model", "model, argmax", False, ("all",)),
+    ("nearest-neighbour", "keyword nearest neighbour (word TF-IDF, 1-NN)", True, ("all", "recorded", "constructed")),
+    ("majority", "majority cause", True, ("all",)),
+)
+
+
+def cv_summary(ev: Evaluation) -> dict[str, Any]:
+    """The held-out figures a model keeps in its meta, and `eval --format markdown` prints: the same numbers."""
+    rows = []
+    for key, label, thresholded, subsets in TABLE_ROWS:
+        for subset in subsets:
+            m = ev.metrics(key, None if subset == "all" else subset, thresholded=thresholded)
+            if m.get("n"):
+                rows.append({"method": label, "logs": subset, **_brief(m)})
+    return {
+        "splits": ev.n_splits,
+        "split_by": "incident group (source url)",
+        "logs": len(ev.y),
+        "by_origin": dict(sorted(Counter(ev.origin).items())),
+        "causes": len(set(ev.y)),
+        "groups": len(set(ev.groups)),
+        "threshold": ev.threshold,
+        "table": rows,
+        "calibration": ev.calibration,
+    }
 
 
 def _brief(m: dict[str, Any]) -> dict[str, Any]:
