@@ -88,7 +88,13 @@ def markdown_table(cv: dict[str, Any]) -> str:
     for r in cv["table"]:
         lines.append(f"| {r['method']} | {r['logs']} | {r['n']} | {r['top1']:.2f} | {r['macro_f1']:.2f} | "
                      f"{r['coverage']:.2f} | {r['precision_when_answered']:.2f} |")
-    lines.append(END)
+    lines += [
+        "",
+        f"capped: a cause is stated when its probability, capped by its held-out precision, is at least "
+        f"{cv['threshold']}; uncapped: the same without the cap; argmax: the most likely class, always; "
+        "keyword nearest neighbour: the cause of the most similar training log (word TF-IDF, 1-NN).",
+        END,
+    ]
     return "\n".join(lines) + "\n"
 
 
