@@ -3,7 +3,8 @@
     python benchmarks/learn_sweep.py corpora/
 
 Prints, for each configuration, the argmax top-1 and macro-F1 (no threshold), and with the
-threshold: the share of logs it answers and how often it is right when it does. The shipped
+threshold and the held-out precision cap (what `analyze` does): the share of logs it answers
+and how often it is right when it does. The shipped
 `Config()` defaults are the row chosen from this table; the baselines are printed last.
 """
 

@@ -17,6 +17,7 @@ from logsense.errors import ModelError
 MAX_TERMS = 2_000_000
 MAX_CLASSES = 1000
 MAX_INCIDENTS = 100_000
+MAX_ABS = 1e6  # no trained weight comes near; bounded weights keep every score and probability finite
 
 
 class _Bad(Exception):
@@ -165,13 +166,15 @@ def _finite(v: Any, name: str) -> float:
         raise _Bad(name, f"a number expected, found {type(v).__name__}")
     if not math.isfinite(v):
         raise _Bad(name, f"{v} is not a finite number")
+    if abs(v) > MAX_ABS:
+        raise _Bad(name, f"{v} is out of range (at most {MAX_ABS:g} in size)")
     return float(v)
 
 
 def _finite_list(values: list, name: str) -> None:
     try:
-        total = math.fsum(values)  # fast in the usual case; on doubt, look for the culprit
-        ok = math.isfinite(total)
+        total = math.fsum(map(abs, values))  # fast in the usual case; on doubt, look for the culprit
+        ok = total <= MAX_ABS  # False for a NaN or an infinity too
     except (TypeError, OverflowError, ValueError):
         ok = False
     if not ok:
