@@ -1,8 +1,11 @@
 """`logsense tail --format jsonl`: one JSON object a line, flushed at once, for `jq` and scripts.
 
-Every object has "event": follow | phase | progress | diagnosis | ready | stopped | started
-(the unit, by systemd) | timeout | notice | end. Progress is throttled (at most one a second per phase, and always the last
-step). The last object of a run is "end", with the reason and the exit code.
+Every object has "event": follow | phase | progress | diagnosis (a root cause that leads) |
+symptom (a symptom, or a weaker root cause) | ready | stopped | started (the unit, by systemd) |
+startup (a new startup begins) | verdict (how a startup ended: the diagnosis `analyze` gives on
+its lines) | timeout | notice | end. Progress is throttled (at most one a second per phase, and
+always the last step). The last object of a run is "end", with the reason, the exit code and
+the verdict of the startup it judged.
 """
 
 from __future__ import annotations
@@ -47,14 +50,20 @@ class JsonlView:
     def diagnosis(self, d: Diagnosis, line: int | None) -> None:
         self.emit("diagnosis", line=line, diagnosis=d.to_json())
 
+    def symptom(self, d: Diagnosis, line: int | None) -> None:
+        self.emit("symptom", line=line, diagnosis=d.to_json())
+
+    def startup(self, why: str, text: str, at: str | None, index: int) -> None:
+        self.emit("startup", index=index, why=why, message=text, time=at)
+
+    def verdict(self, report: Report, outcome: str, seconds: float | None) -> None:
+        self.emit("verdict", outcome=outcome, seconds=_round(seconds), phase=report.phase, **_verdict(report))
+
     def ready(self, phases: tuple[Phase, ...], total: float | None) -> None:
         self.emit("ready", seconds=_round(total), phases=[p.to_json() for p in phases])
 
     def unit_event(self, kind: str, text: str, at: str | None) -> None:
         self.emit("stopped" if kind == "stop" else "started", message=text, time=at)
-
-    def summary(self, report: Report, reason: str | None = None) -> None:
-        pass  # the diagnoses and the unit's stop were said as they came
 
     def timeout(self, after: float, phase: str | None, in_phase: float | None) -> None:
         self.emit("timeout", after=_round(after), phase=phase, in_phase=_round(in_phase))
@@ -63,7 +72,7 @@ class JsonlView:
         fields: dict[str, Any] = {"reason": reason, "exit": code}
         if report is not None:
             fields.update(status=report.status.value, phase=report.phase, lines=report.lines,
-                          phases=[p.to_json() for p in report.phases])
+                          phases=[p.to_json() for p in report.phases], **_verdict(report))
         self.emit("end", **fields)
 
     def status(self, phase: str | None, in_phase: float | None, since_start: float | None,
@@ -72,6 +81,13 @@ class JsonlView:
 
     def close(self) -> None:
         pass
+
+
+def _verdict(report: Report) -> dict[str, Any]:
+    root = report.root
+    return {"cause": root.cause if root else None, "rule": root.rule if root else None,
+            "confidence": round(root.confidence, 3) if root else None,
+            "diagnosis": root.to_json() if root else None}
 
 
 def _round(x: float | None) -> float | None:

@@ -1,9 +1,11 @@
 """The terminal view of `logsense tail`: phases as they begin, diagnoses the moment they are known,
-the timeline at ready, and (on a terminal) a status line redrawn in place below them:
+the timeline at ready, the verdict of each startup, and (on a terminal) a status line redrawn
+in place below them:
 
-    ● CUDA graphs  12 s · 95 s since start  [██████████░░░░░░░░░░] 26/52
+    ● cuda_graph_capture  12 s · 95 s since start  [██████████░░░░░░░░░░] 26/52
 
-Log text is data: every line is a rich `Text`, never markup, with control sequences stripped.
+Phase names and durations are written as the `analyze` report writes them. Log text is data:
+every line is a rich `Text`, never markup, with control sequences stripped.
 """
 
 from __future__ import annotations
@@ -16,32 +18,9 @@ from rich.text import Text
 from logsense.model import Diagnosis, Phase, Report
 from logsense.normalize import clean
 from logsense.report import text as report_text
+from logsense.report.text import _secs as secs
 
-LABELS = {
-    "import": "imports",
-    "server_args": "args",
-    "distributed_init": "distributed init",
-    "weight_loading": "weights",
-    "kv_cache_alloc": "KV cache",
-    "cuda_graph_capture": "CUDA graphs",
-    "warmup": "warmup",
-    "serving": "ready",
-}
 BAR = 20
-
-
-def label(phase: str | None) -> str:
-    return LABELS.get(phase or "", phase or "?")
-
-
-def secs(s: float | None) -> str:
-    if s is None:
-        return "?"
-    if s < 600:
-        return f"{s:.0f} s"
-    if s < 90 * 60:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
 
 
 def bar(done: int, total: int, width: int = BAR) -> str:
@@ -50,11 +29,11 @@ def bar(done: int, total: int, width: int = BAR) -> str:
 
 
 def timeline(phases: tuple[Phase, ...], total: float | None) -> Text:
-    """'✓ ready at 150 s: args 1 s · weights 90 s · KV cache 5 s · CUDA graphs 31 s · warmup 3 s'"""
+    """'✓ ready at 150 s: server_args 1 s · weight_loading 90 s · kv_cache_alloc 5 s · ...'"""
     t = Text("✓ ready", style="bold green")
     if total is not None:
         t.append(f" at {secs(total)}", style="bold green")
-    parts = [(label(p.name), p.seconds) for p in phases if p.name != "serving"]
+    parts = [(p.name, p.seconds) for p in phases if p.name != "serving"]
     if parts:
         t.append(": ")
         for i, (name, s) in enumerate(parts):
@@ -73,7 +52,6 @@ class LiveView:
             status_line = console.file.isatty() and os.environ.get("TERM") != "dumb"
         self.status_line = status_line
         self._drawn = False
-        self._said: set[int] = set()  # evidence lines of the diagnoses said in this run
         console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign] # rich would exit 1; a closed pipe is an end
 
     # -- lines that stay -----------------------------------------------------------------------
@@ -98,65 +76,76 @@ class LiveView:
             return  # the ready line that follows says it, with the timeline
         t = Text(f"{secs(since_start) if since_start is not None else '':>9}  ", style="dim")
         t.append("▸ ", style="cyan")
-        t.append(label(name))
+        t.append(name)
+        if line is not None:
+            t.append(f"  line {line}", style="dim")
         self._print(t)
 
     def progress(self, phase: str | None, done: int, total: int) -> None:
         pass  # shown in the status line; printed lines would drown the rest
 
     def diagnosis(self, d: Diagnosis, line: int | None) -> None:
+        """A root cause that leads what is known of this startup: in full."""
         self._clear()
-        lines = {e.line for e in d.evidence}
-        if lines & self._said:
-            # the same lines were already explained by a stronger cause: one line for this one
-            report_text.render_brief(self.console, d, f"also: [{d.cause}] sure {report_text.sureness(d.confidence)} —")
-        else:
-            report_text.render_diagnosis(self.console, d, principal=True)
-        self._said |= lines
+        report_text.render_diagnosis(self.console, d, principal=True)
+        self.console.file.flush()
+
+    def symptom(self, d: Diagnosis, line: int | None) -> None:
+        """A symptom, or a root cause weaker than the one shown: one line; the verdict comes at the end."""
+        self._clear()
+        what = "symptom" if not d.root else f"also: [{d.cause}] sure {report_text.sureness(d.confidence)}"
+        report_text.render_brief(self.console, d, f"{what} —")
         self.console.file.flush()
 
     def ready(self, phases: tuple[Phase, ...], total: float | None) -> None:
         self._print(timeline(phases, total))
 
     def unit_event(self, kind: str, text: str, at: str | None) -> None:
-        if kind == "stop":
-            t = Text("■ unit stopped: ", style="bold yellow")
-        else:
-            t = Text("↻ unit started again: ", style="bold")
-            self._said.clear()
+        t = Text("■ unit stopped: " if kind == "stop" else "↻ unit started: ", style="bold yellow")
         t.append(clean(text))
+        self._print(t)
+
+    def startup(self, why: str, text: str, at: str | None, index: int) -> None:
+        """A new startup: a separator, and its timeline begins again."""
+        rule = "─" * 8
+        t = Text(f"{rule} startup {index + 1}", style="bold")
+        if at:
+            t.append(f" at {clean(at)}", style="dim")
+        t.append(f" ({'the unit started again' if why == 'started' else 'new server_args in the log'}) {rule}",
+                 style="dim")
         self._print(t)
 
     def timeout(self, after: float, phase: str | None, in_phase: float | None) -> None:
         t = Text(f"⧗ not ready after {secs(after)}", style="bold yellow")
         if phase:
-            t.append(f"; in {label(phase)}", style="yellow")
+            t.append(f"; in {phase}", style="yellow")
             if in_phase is not None:
                 t.append(f" for {secs(in_phase)}", style="yellow")
         self._print(t)
 
     def end(self, reason: str, code: int, report: Report | None) -> None:
-        if reason in ("failed", "stopped", "input-end") and report is not None:
-            self.summary(report, reason)
-        else:
-            self._clear()
+        self._clear()  # the verdict was said when the startup was concluded
 
-    def summary(self, report: Report, reason: str | None = None) -> None:
-        """How the run stands: failed (and why), ready, or not yet; then its phases."""
+    def verdict(self, report: Report, outcome: str, seconds: float | None) -> None:
+        """How a startup ended: failed (and why), ready, stopped, or not ready yet; then its phases."""
         head = Text()
-        if report.failed and report.root:
-            head.append("✗ failed", style="bold red")
-            if report.root.phase:
-                head.append(f" in {label(report.root.phase)}", style="red")
-            head.append(f": {clean(report.root.title)}")
-        elif report.status.value == "ready" and reason == "stopped":
-            head.append("✗ the server became ready, then the unit stopped", style="bold red")
-        elif report.status.value == "ready":
-            head.append("✓ the server became ready; no failure found", style="green")
-        elif reason == "stopped":
-            head.append("✗ the unit stopped before the server was ready; no rule knows why", style="bold red")
+        took = f" after {secs(seconds)}" if seconds is not None else ""
+        root = report.root
+        if outcome == "failed" and root is not None:
+            head.append(f"✗ failed{took}", style="bold red")
+            if root.phase:
+                head.append(f" in {root.phase}", style="red")
+            head.append(f": {clean(root.title)}")
+            head.append(f"  [{root.cause}, sure {report_text.sureness(root.confidence)}]", style="dim")
+        elif outcome == "not-answering":
+            head.append("✗ the log says ready, but the server does not answer its endpoint", style="bold red")
+        elif outcome == "stopped":
+            what = "after the server was ready" if report.status.value == "ready" else "before the server was ready"
+            head.append(f"■ the unit stopped {what}{took}", style="bold yellow")
+        elif outcome == "ready":
+            head.append(f"✓ ready{took}", style="bold green")
         else:
-            head.append("no failure found; the server is not ready yet", style="yellow")
+            head.append(f"… not ready yet: the log ends in {report.phase or 'import'}", style="yellow")
         self._print(head)
         self._print(report_text.phase_summary(report))
 
@@ -167,7 +156,7 @@ class LiveView:
         if not self.status_line:
             return
         t = Text("● ", style="cyan")
-        t.append(label(phase), style="bold")
+        t.append(phase or "import", style="bold")
         t.append(f"  {secs(in_phase)}", style="cyan")
         if since_start is not None:
             t.append(f" · {secs(since_start)} since start", style="dim")

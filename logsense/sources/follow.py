@@ -4,12 +4,15 @@
 (line number, text). A partial last line is held until its newline arrives, or handed out
 on its own after `partial_timeout` seconds without new bytes. After a rename rotation the
 old file stays open for `grace` seconds and is read to its end, so lines that a writer
-puts into it before reopening are not lost; a truncated file is read again from its start.
-`position()` is what a restarted follower needs to go on without repeating or missing a line.
+puts into it before reopening are not lost; a truncated file is read again from its start,
+also when it was refilled past the old size between two looks (its head changed).
+`position()` is what a restarted follower needs to go on without repeating or missing a line:
+the file's identity (device, inode, a fingerprint of its head), the byte offset and the line.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import time
@@ -22,6 +25,7 @@ POLL = 0.02  # seconds between looks at an idle file: the floor of the delay a n
 READ_CAP = 4 << 20  # bytes taken from one file per look, so a huge backlog does not stall the caller
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here (as for recorded logs)
 SCAN_BLOCK = 1 << 20
+HEAD = 1024  # bytes of a file's start that identify its content (a truncation changes them)
 
 
 @dataclass
@@ -32,6 +36,19 @@ class _Open:
     pending: bytearray = field(default_factory=bytearray)
     pending_since: float = 0.0
     last_data: float = 0.0
+    head: bytes = b""  # the file's first bytes as last seen
+    line_start: int = 0  # where the next line (the pending one) begins
+
+
+def fingerprint(head: bytes) -> str:
+    return hashlib.sha256(head).hexdigest()[:32]
+
+
+def read_head(fd: int, size: int = HEAD) -> bytes:
+    try:
+        return os.pread(fd, size, 0)
+    except OSError:
+        return b""
 
 
 class FileFollower:
@@ -46,33 +63,41 @@ class FileFollower:
         follow: bool = True,
         partial_timeout: float = 1.0,
         grace: float = 2.0,
+        head: tuple[int, str] | None = None,
     ) -> None:
-        """offset None starts at the end of the file; ident (dev, inode) names the file the offset is in."""
+        """offset None starts at the end of the file; ident (dev, inode) names the file the offset is in,
+        head (length, fingerprint) its content: a file with another head was truncated and refilled."""
         self.path = os.path.abspath(path)
         self.follow = follow
         self.partial_timeout = partial_timeout
         self.grace = grace
         self.line = line
         self.notices: list[str] = []  # what happened to the file (rotated, truncated, appeared), for --verbose
+        self.starts: dict[int, dict] = {}  # line number -> where it begins, for the lines of the last read
         self._cur: _Open | None = None
         self._old: list[_Open] = []
         self._eof = False
-        self._open_first(offset, ident)
+        self.caught_up = False  # the last look read to the end of what the file held then
+        self._open_first(offset, ident, head)
 
     # -- opening -----------------------------------------------------------------------------
 
-    def _open_first(self, offset: int | None, ident: tuple[int, int] | None) -> None:
+    def _open_first(self, offset: int | None, ident: tuple[int, int] | None, head: tuple[int, str] | None) -> None:
         st = _stat(self.path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise SourceError(f"{self.path}: is a directory")
         if ident is not None and (st is None or (st.st_dev, st.st_ino) != ident):
             # the file was rotated since the offset was taken: finish the old one first, if it is still there
             old = _find_ident(os.path.dirname(self.path), ident)
-            if old is not None:
+            if old is not None and _same_head(old, head):
                 self._cur = self._open(old, offset or 0)
                 self.notices.append(f"{old}: reading the rest of the rotated file first")
                 return
             self.notices.append(f"{self.path}: the file of the saved position is gone; reading from its start")
+            offset = 0
+        elif ident is not None and not _same_head(self.path, head):
+            self.notices.append(f"{self.path}: truncated and written again since the saved position; "
+                                "reading from its start")
             offset = 0
         if st is None:
             if not self.follow:
@@ -95,7 +120,7 @@ class FileFollower:
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)
         now = time.monotonic()
-        return _Open(fd, (st.st_dev, st.st_ino), offset, last_data=now)
+        return _Open(fd, (st.st_dev, st.st_ino), offset, last_data=now, head=read_head(fd), line_start=offset)
 
     def _try_open(self) -> _Open | None:
         """The file now at the path, from its start; None while there is none."""
@@ -118,6 +143,7 @@ class FileFollower:
     def read(self, timeout: float = 0.0) -> list[tuple[int, str]]:
         """The complete lines that are there now; when there are none, wait up to `timeout` seconds for some."""
         deadline = time.monotonic() + timeout
+        self.starts.clear()
         while True:
             out = self._look()
             if out or not self.follow:
@@ -132,7 +158,7 @@ class FileFollower:
         out: list[tuple[int, str]] = []
         for old in list(self._old):
             got = self._drain(old, out, now)
-            if not got and now - old.last_data >= self.grace:
+            if not got and (now - old.last_data >= self.grace or not self.follow):
                 self._flush_partial(old, out)
                 os.close(old.fd)
                 self._old.remove(old)
@@ -144,12 +170,16 @@ class FileFollower:
         if self._cur is not None:
             cur = self._cur
             size = os.fstat(cur.fd).st_size
-            if size < cur.offset:
-                # copytruncate (or `> file`): whatever is in it now was written after the truncation
+            head = read_head(cur.fd) if cur.offset else cur.head
+            if size < cur.offset or (cur.offset and head[: len(cur.head)] != cur.head):
+                # copytruncate (or `> file`), perhaps refilled past the old size since the last look:
+                # whatever is in it now was written after the truncation
                 self.notices.append(f"{self.path}: truncated; reading from its start")
                 self._flush_partial(cur, out)
                 os.lseek(cur.fd, 0, os.SEEK_SET)
-                cur.offset = 0
+                cur.offset = cur.line_start = 0
+            if cur.offset:
+                cur.head = head
             got = self._drain(cur, out, now)
             if not got:
                 st = _stat(self.path)
@@ -166,6 +196,8 @@ class FileFollower:
                 elif cur.pending and now - cur.pending_since >= self.partial_timeout:
                     self._flush_partial(cur, out)
         self._eof = not got
+        cur = self._cur
+        self.caught_up = cur is None or os.fstat(cur.fd).st_size <= cur.offset
         if not self.follow and self._eof:
             for f in [*self._old, *([self._cur] if self._cur else [])]:
                 self._flush_partial(f, out)
@@ -179,8 +211,11 @@ class FileFollower:
             raise SourceError(f"{self.path}: cannot read: {e.strerror or e}") from None
         if not data:
             return False
+        base = f.offset
         f.offset += len(data)
         f.last_data = now
+        if len(f.head) < HEAD:
+            f.head = read_head(f.fd)
         start = 0
         while True:
             nl = data.find(b"\n", start)
@@ -201,6 +236,8 @@ class FileFollower:
             elif len(chunk) > MAX_LINE_BYTES:
                 chunk = chunk[:MAX_LINE_BYTES]
             self.line += 1
+            self._began(f)
+            f.line_start = base + nl + 1
             out.append((self.line, chunk.decode("utf-8", "replace")))
             start = nl + 1
         return True
@@ -208,8 +245,15 @@ class FileFollower:
     def _flush_partial(self, f: _Open, out: list[tuple[int, str]]) -> None:
         if f.pending:
             self.line += 1
+            self._began(f)
+            f.line_start = f.offset
             out.append((self.line, bytes(f.pending).decode("utf-8", "replace")))
             f.pending.clear()
+
+    def _began(self, f: _Open) -> None:
+        head = f.head[: f.line_start]
+        self.starts[self.line] = {"dev": f.ident[0], "ino": f.ident[1], "offset": f.line_start, "line": self.line - 1,
+                                  "head_len": len(head), "head": fingerprint(head)}
 
     # -- position ----------------------------------------------------------------------------
 
@@ -217,13 +261,18 @@ class FileFollower:
         """Where the lines handed out so far end: file identity, byte offset and line count."""
         f = self._cur
         if f is None:
-            return {"path": self.path, "dev": None, "ino": None, "offset": 0, "line": self.line}
+            return {"path": self.path, "dev": None, "ino": None, "offset": 0, "line": self.line,
+                    "head_len": 0, "head": fingerprint(b"")}
+        offset = f.offset - len(f.pending)
+        head = f.head[:offset]
         return {
             "path": self.path,
             "dev": f.ident[0],
             "ino": f.ident[1],
-            "offset": f.offset - len(f.pending),
+            "offset": offset,
             "line": self.line,
+            "head_len": len(head),
+            "head": fingerprint(head),
         }
 
     def close(self) -> None:
@@ -297,6 +346,39 @@ def _stat(path: str) -> os.stat_result | None:
         raise SourceError(f"{path}: permission denied") from None
     except OSError as e:
         raise SourceError(f"{path}: cannot stat: {e.strerror or e}") from None
+
+
+def _same_head(path: str, head: tuple[int, str] | None) -> bool:
+    """True when the file starts with the bytes the fingerprint was taken of (or there is none)."""
+    if head is None:
+        return True
+    n, want = head
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        got = read_head(fd, n)
+    finally:
+        os.close(fd)
+    return len(got) == n and fingerprint(got) == want
+
+
+def count_lines(path: str, offset: int) -> int:
+    """The number of lines that end before `offset` (the line number a reader starting there follows)."""
+    n = 0
+    try:
+        with open(path, "rb") as fh:
+            left = offset
+            while left > 0:
+                block = fh.read(min(SCAN_BLOCK, left))
+                if not block:
+                    break
+                n += block.count(b"\n")
+                left -= len(block)
+    except OSError:
+        return 0
+    return n
 
 
 def _find_ident(directory: str, ident: tuple[int, int]) -> str | None:

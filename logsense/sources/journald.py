@@ -251,6 +251,13 @@ class JournalSource:
             self._impl: _Backend = _ReaderBackend(self, boot_spec)
         else:
             self._impl = _JournalctlBackend(self, boot)
+        # the newest entry when reading began: the backlog is read once it is passed (tail decides only then)
+        entries = self._impl.newest_first()
+        try:
+            newest = next(entries, None)
+        finally:
+            entries.close()  # type: ignore[attr-defined]
+        self.newest_cursor: str | None = newest.get("__CURSOR") if newest else None
         if cursor:
             self.started_at = "cursor"
             self._impl.start(cursor=cursor)

@@ -1,0 +1,415 @@
+"""The live decision of `logsense tail`, with no I/O: items and a clock in, notes out.
+
+A `Session` follows startups one after another. Each startup runs through its own analysis
+pipeline (the same one `analyze` builds), so the verdict said when a startup is concluded is
+the one `analyze` gives on the same lines. A new startup begins at systemd's start of the unit,
+at a new invocation id, or at a new `server_args` line after the weights were loading.
+
+With --until-ready the outcome is decided only when the input is caught up (the source had
+nothing more to give at that moment): a startup the input already supersedes never decides,
+so the same input always gives the same exit code. The startup being followed when the input
+is caught up decides: ready (0), failed or stopped (1), not ready at --timeout or at the end of
+the input (3), ready in the log while its endpoint does not answer (4, with a probe).
+
+The command reads a `Source`, feeds its items, ticks when there is nothing to read, and hands
+the notes to a view. Each `Note` names a view method and its arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Protocol
+
+from logsense.model import Diagnosis, Record, Report, UpdateKind
+from logsense.rules import RuleSet
+from logsense.rules.schema import PHASES
+
+QUIET = 0.5  # seconds without a new line before open events are closed
+LINGER = 2.0  # at most this long after a failure for the lines that complete it
+SKEW_LIMIT = 12 * 3600  # a log whose times are further than this from the clock is not live
+_ORDER = {name: i for i, name in enumerate(PHASES)}
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+    def time(self) -> float: ...
+
+
+class Outcome(str, Enum):
+    READY = "ready"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    INCOMPLETE = "incomplete"
+    NOT_ANSWERING = "not-answering"  # the log says ready; the endpoint does not answer
+
+
+EXIT = {Outcome.READY: 0, Outcome.FAILED: 1, Outcome.STOPPED: 1, Outcome.INCOMPLETE: 3, Outcome.NOT_ANSWERING: 4}
+
+
+@dataclass(frozen=True)
+class Item:
+    """What a source read: the records of one line or journal entry, and systemd's word about the unit."""
+
+    records: tuple[Record, ...] = ()
+    life: str | None = None  # "start" | "stop" when systemd says the unit starts or stops
+    text: str = ""  # systemd's message, for start and stop
+    at: str | None = None  # when it was said
+    run: str | None = None  # the invocation id, when the source knows it
+    where: dict | None = field(default=None, compare=False)  # the source's position where it begins (--resume)
+
+
+@dataclass(frozen=True)
+class Note:
+    """One thing for the view to show: `kind` is the view method, `fields` its keyword arguments."""
+
+    kind: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Startup:
+    """One startup attempt: its pipeline and what was shown of it."""
+
+    pipeline: Any
+    index: int
+    first_line: int | None = None
+    first_epoch: float | None = None  # the log's time of its first timed record
+    started_at: str | None = None
+    phase: str = "import"
+    phase_epoch: float | None = None
+    progress: tuple[int, int] | None = None
+    ready_since: float | None = None  # seconds from start to ready, on the log's clock
+    stopped: str | None = None
+    failed_at: float | None = None  # monotonic time the failure was first seen
+    failed_epoch: float | None = None  # the log's time then
+    last_epoch: float | None = None  # the log's latest time in this startup
+    lead: tuple[int, float] | None = None  # (priority, confidence) of the root shown in full
+    lead_rule: tuple[str, str | None] | None = None  # its (cause, rule)
+    report: Report | None = None
+    outcome: Outcome | None = None
+    verdict: Verdict | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a startup ended, for `history` and the end of `tail`."""
+
+    index: int
+    outcome: Outcome
+    report: Report
+    started_at: str | None
+    first_line: int | None
+    seconds: float | None  # from its first timed line to ready or to the failure
+
+
+class Session:
+    """Follows the startups in a stream of items; decides, with --until-ready, when and how to stop."""
+
+    def __init__(
+        self,
+        rules: RuleSet,
+        new_pipeline: Callable[[], Any],
+        clock: Clock,
+        *,
+        until_ready: bool = False,
+        probe: bool = False,
+        deadline: float | None = None,
+        utc_times: bool = False,
+        source_name: str = "<tail>",
+        reported: set[str] | None = None,
+    ) -> None:
+        """`deadline` is in seconds from now; `utc_times` when the log's naive times are UTC (journal)."""
+        self.rules = rules
+        self.new_pipeline = new_pipeline
+        self.clock = clock
+        self.until_ready = until_ready
+        self.probe = probe
+        self.utc_times = utc_times
+        self.source_name = source_name
+        self.began = clock.monotonic()
+        self.deadline = None if deadline is None else self.began + deadline
+        self.reported: set[str] = set(reported or ())  # what was said already (kept by --resume)
+        self.verdicts: list[Verdict] = []
+        self.code: int | None = None
+        self.quiet_since = self.began
+        self.skew = 0.0
+        self.silent = False  # replaying up to a --resume position: rebuild, show nothing
+        self.awaiting_probe = False
+        spec = next((p for p in rules.phases if p.name == "server_args"), None)
+        self._args_markers = list(spec.markers) if spec is not None else []
+        self.startup = self._startup(0)
+        self._last_run: str | None = None
+        self._last_line = 0
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def feed(self, item: Item) -> list[Note]:
+        """One item read from the source."""
+        out: list[Note] = []
+        now = self.clock.monotonic()
+        self.quiet_since = now
+        s = self.startup
+        begun = s.first_line is not None or s.stopped is not None
+        if item.run and self._last_run and item.run != self._last_run and item.life != "stop":
+            self._next_startup(out, "started", item.text or "a new invocation of the unit", item.at)
+        elif item.life == "start" and begun and (s.stopped or s.pipeline.timeline.current != "import"):
+            self._next_startup(out, "started", item.text, item.at)
+        if item.run:
+            self._last_run = item.run
+        if item.life == "stop":
+            self._updates(out, self.startup.pipeline.flush())  # the process is gone: what it wrote is complete
+        for rec in item.records:
+            if self._restarts(rec):
+                self._next_startup(out, "restart", rec.message, rec.time)
+            self._record(out, rec)
+        if item.life == "stop" and self.startup.stopped is None:
+            self.startup.stopped = item.text or "stopped"
+            self._say(out, "unit_event", kind="stop", text=self.startup.stopped, at=item.at)
+        return out
+
+    def tick(self, caught_up: bool, ended: bool = False) -> list[Note]:
+        """Nothing more to read now (`caught_up`), or ever (`ended`): close, decide, or wait."""
+        out: list[Note] = []
+        if self.code is not None:
+            return out
+        now = self.clock.monotonic()
+        s = self.startup
+        if s.pipeline.framer.busy and (ended or now - self.quiet_since >= QUIET):
+            self._updates(out, s.pipeline.flush())
+        if self.silent:
+            return out
+        if ended or caught_up:
+            self._decide(out, now, ended)
+        if self.code is None and self.deadline is not None and now >= self.deadline:
+            in_phase = self.log_now() - s.phase_epoch if s.phase_epoch is not None else None
+            out.append(Note("timeout", {"after": now - self.began, "phase": s.phase, "in_phase": in_phase}))
+            self._end(out, "timeout", EXIT[Outcome.INCOMPLETE], self._finish(out, s))
+        return out
+
+    def probed(self, ok: bool, detail: str, final: bool) -> list[Note]:
+        """The endpoint's answer; `final` when the probe has no tries left."""
+        out: list[Note] = [Note("notice", {"text": f"probe: {detail}"})]
+        if self.code is not None or not self.awaiting_probe:
+            return out
+        if ok:
+            self.awaiting_probe = False
+            self._end(out, "ready", EXIT[Outcome.READY], self._finish(out, self.startup))
+        elif final:
+            self.awaiting_probe = False
+            self.startup.outcome = Outcome.NOT_ANSWERING
+            v = self._conclude(out, self.startup)
+            self._end(out, Outcome.NOT_ANSWERING.value, EXIT[Outcome.NOT_ANSWERING], v.report)
+        return out
+
+    def interrupt(self, code: int) -> list[Note]:
+        """Ctrl-C or SIGTERM: end now, with what is known."""
+        out: list[Note] = []
+        if self.code is None:
+            self._end(out, "interrupted", code, None)
+        return out
+
+    def resume_done(self) -> list[Note]:
+        """The replay up to a --resume position is over: from here on things are shown."""
+        self.silent = False
+        s = self.startup
+        what = f"resumed at line {self._last_line}, phase {s.phase}"
+        if s.stopped:
+            what += f"; the unit had stopped: {s.stopped}"
+        return [Note("notice", {"text": what})]
+
+    # -- what a status line shows ----------------------------------------------------------------
+
+    def status(self) -> Note:
+        s = self.startup
+        now = self.log_now()
+        in_phase = now - s.phase_epoch if s.phase_epoch is not None else self.clock.monotonic() - self.began
+        since = now - s.first_epoch if s.first_epoch is not None else None
+        return Note("status", {"phase": s.phase, "in_phase": max(in_phase, 0.0),
+                               "since_start": None if since is None else max(since, 0.0), "progress": s.progress})
+
+    def log_now(self) -> float:
+        """Now on the log's clock: the wall clock, unless the log's times are far from it (an old log)."""
+        now = self.clock.time()
+        return now - self.skew if abs(self.skew) > SKEW_LIMIT else now
+
+    # -- startups --------------------------------------------------------------------------------
+
+    def _startup(self, index: int) -> Startup:
+        return Startup(self.new_pipeline(), index)
+
+    def _restarts(self, rec: Record) -> bool:
+        """A new server_args line after the weights began loading: the server started again in this log."""
+        if _ORDER.get(self.startup.pipeline.timeline.current, 0) < _ORDER["weight_loading"]:
+            return False
+        for m in self._args_markers:
+            if m.literals and not m.icase and not any(lit in rec.message for lit in m.literals):
+                continue
+            if m.regex.search(rec.message):
+                return True
+        return False
+
+    def _next_startup(self, out: list[Note], why: str, text: str, at: str | None) -> None:
+        old = self.startup
+        if old.verdict is None and (old.first_line is not None or old.stopped):
+            self._conclude(out, old)
+        self.startup = self._startup(old.index + 1)
+        self._say(out, "startup", why=why, text=text, at=at, index=self.startup.index)
+
+    def _conclude(self, out: list[Note], s: Startup) -> Verdict:
+        """The verdict of a startup that is over (a new one began, the input ended, or the run stops)."""
+        if s.verdict is not None:
+            return s.verdict
+        report = self._finish(out, s)
+        if s.outcome is None:
+            if report.failed:
+                s.outcome = Outcome.FAILED
+            elif s.stopped:
+                s.outcome = Outcome.STOPPED
+            elif report.status.value == "ready":
+                s.outcome = Outcome.READY
+            else:
+                s.outcome = Outcome.INCOMPLETE
+        root = report.root
+        if root is not None and (root.cause, root.rule) != s.lead_rule:
+            # the verdict outranks what was shown as it came: it is shown last, in full
+            self._diagnosis(out, root, root.evidence[0].line if root.evidence else None, full=True, force=True)
+        if s.outcome in (Outcome.READY, Outcome.NOT_ANSWERING):
+            seconds = s.ready_since
+        else:
+            end = s.failed_epoch if s.outcome is Outcome.FAILED and s.failed_epoch is not None else s.last_epoch
+            seconds = None if end is None or s.first_epoch is None else round(max(end - s.first_epoch, 0.0), 3)
+        s.verdict = Verdict(s.index, s.outcome, report, s.started_at, s.first_line, seconds)
+        self.verdicts.append(s.verdict)
+        self._say(out, "verdict", report=report, outcome=s.outcome.value, seconds=seconds)
+        return s.verdict
+
+    def _finish(self, out: list[Note], s: Startup) -> Report:
+        if s.report is None:
+            if s is self.startup:
+                self._updates(out, s.pipeline.flush())
+            s.report = s.pipeline.finish(self.source_name)
+        return s.report
+
+    # -- records -------------------------------------------------------------------------------
+
+    def _record(self, out: list[Note], rec: Record) -> None:
+        s = self.startup
+        self._last_line = rec.line
+        if s.first_line is None:
+            s.first_line = rec.line
+        if rec.time:
+            epoch = self._epoch(rec.time)
+            if epoch is not None:
+                if s.first_epoch is None:
+                    s.first_epoch = epoch
+                    s.started_at = rec.time
+                s.last_epoch = epoch
+                self.skew = self.clock.time() - epoch
+        self._updates(out, s.pipeline.feed(rec))
+
+    def _updates(self, out: list[Note], updates: list) -> None:
+        s = self.startup
+        for u in updates:
+            if u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None:
+                d = u.diagnosis
+                if d.root:
+                    self._failed(s)
+                self._diagnosis(out, d, u.line, full=d.root)
+            elif u.kind in (UpdateKind.PHASE, UpdateKind.READY):
+                epoch = self._epoch(u.time)
+                s.phase = u.phase or s.phase
+                s.phase_epoch = epoch if epoch is not None else self.log_now()
+                s.progress = None
+                since = epoch - s.first_epoch if epoch is not None and s.first_epoch is not None else None
+                self._say(out, "phase", name=s.phase, since_start=since, line=u.line, at=u.time)
+                if u.kind is UpdateKind.READY:
+                    s.ready_since = since
+                    self._say(out, "ready", phases=s.pipeline.timeline.phases(), total=since)
+            elif u.kind is UpdateKind.PROGRESS and u.progress is not None:
+                s.progress = u.progress
+                self._say(out, "progress", phase=u.phase, done=u.progress[0], total=u.progress[1])
+        if getattr(s.pipeline, "failed", False):
+            self._failed(s)  # a fatal signal no rule names: the verdict will say it
+
+    def _failed(self, s: Startup) -> None:
+        if s.failed_at is None:
+            s.failed_at = self.clock.monotonic()
+            s.failed_epoch = s.last_epoch
+
+    def _diagnosis(self, out: list[Note], d: Diagnosis, line: int | None, full: bool, force: bool = False) -> None:
+        """A root cause that leads is shown in full; a weaker one, or a symptom, in one line."""
+        s = self.startup
+        key = f"{s.first_line}:{d.cause}:{d.rule}"  # by the startup's first line: the same when a --resume replays it
+        if key in self.reported and not force:
+            return
+        strength = (self._priority(d), d.confidence)
+        if full and not force and s.lead is not None and strength <= s.lead:
+            full = False
+        if full:
+            s.lead, s.lead_rule = strength, (d.cause, d.rule)
+        self.reported.add(key)
+        self._say(out, "diagnosis" if full else "symptom", d=d, line=line)
+
+    def _priority(self, d: Diagnosis) -> int:
+        rule = self.rules.get(d.rule) if d.rule else None
+        return rule.spec.priority if rule is not None else 0
+
+    # -- deciding --------------------------------------------------------------------------------
+
+    def _decide(self, out: list[Note], now: float, ended: bool) -> None:
+        s = self.startup
+        if s.stopped or s.failed_at is not None:
+            # a failure is concluded once the lines that complete it are in: quiet, or LINGER at most
+            quiet = now - self.quiet_since >= QUIET and not s.pipeline.framer.busy
+            lingered = s.failed_at is not None and now - s.failed_at >= LINGER
+            if self.until_ready and (ended or quiet or lingered):
+                v = self._conclude(out, s)
+                self._end(out, v.outcome.value, EXIT[v.outcome], v.report)
+                return
+            if s.stopped and quiet and not ended:
+                self._conclude(out, s)  # the unit is gone: say how it ended, and wait for its next start
+        elif self.until_ready and s.pipeline.timeline.ready:
+            if self.probe:
+                if not self.awaiting_probe:
+                    self.awaiting_probe = True
+                    out.append(Note("probe", {}))
+                return
+            s.outcome = Outcome.READY
+            self._end(out, "ready", EXIT[Outcome.READY], self._finish(out, s))
+            return
+        if ended:
+            v = self._conclude(out, s)
+            if self.until_ready:
+                code = EXIT[v.outcome]
+            else:
+                code = 1 if v.outcome in (Outcome.FAILED, Outcome.STOPPED) else 0
+            self._end(out, "input-end", code, v.report)
+
+    def _end(self, out: list[Note], reason: str, code: int, report: Report | None) -> None:
+        self.code = code
+        out.append(Note("end", {"reason": reason, "code": code, "report": report}))
+
+    def _say(self, out: list[Note], what: str, /, **fields: Any) -> None:
+        if not self.silent:
+            out.append(Note(what, fields))
+
+    def _epoch(self, t: str | None) -> float | None:
+        return log_epoch(t, self.utc_times)
+
+
+def log_epoch(t: str | None, utc: bool) -> float | None:
+    """A log's time as epoch seconds (a year-less time, as journalctl's short format writes, is still good for
+    durations: a clock that far off makes the session use the log's own clock)."""
+    if not t:
+        return None
+    try:
+        dt = datetime.fromisoformat(t.replace(",", "."))
+    except ValueError:
+        return None
+    if dt.tzinfo is None and utc:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()

@@ -1,0 +1,204 @@
+"""Live sources as one protocol: a followed file and a unit's journal both yield `Item`s.
+
+An item is the records of one line (or journal entry) plus systemd's word about the unit
+("start" / "stop"), so the session never asks which kind of source it reads. In a file,
+systemd's lines (`systemd[1]: Starting x.service`, `x.service: Main process exited, ...`, as
+`journalctl -u x > file` writes them) count as they do in the journal.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from typing import Protocol
+
+from logsense.errors import UsageError
+from logsense.model import Record
+from logsense.normalize import Normalizer
+from logsense.session import Item
+from logsense.sources import journald
+from logsense.sources.follow import FileFollower, count_lines, last_line_offset
+
+SCAN_BYTES = 256 << 20  # how far back from a file's end its latest startup is looked for
+
+
+class Source(Protocol):
+    """What `tail` and `history` read: items, whether they are caught up, where they are."""
+
+    kind: str  # "file" | "journal"
+    description: str
+    start: str  # where reading began, in words
+    notices: list[str]  # what happened to the input (rotated, truncated, ...), for --verbose
+    caught_up: bool  # the last read reached the end of what was there
+    ended: bool  # nothing more will come (--no-follow at the end, --until passed)
+
+    def read(self, timeout: float) -> list[Item]: ...
+
+    def position(self) -> dict: ...
+
+    def close(self) -> None: ...
+
+
+def systemd_word(rec: Record) -> str | None:
+    """'start' | 'stop' when a line of a file is systemd's own about a unit."""
+    if rec.ident != "systemd" and rec.pid != "1":
+        return None
+    if journald._START_TEXT.match(rec.message):
+        return "start"
+    if journald._STOP_TEXT.search(rec.message):
+        return "stop"
+    return None
+
+
+class FileSource:
+    """A log file, followed like `tail -F` from its latest startup (or its start); lines keep the file's numbers."""
+
+    kind = "file"
+
+    def __init__(self, path: str, rules, *, from_start: bool = False, follow: bool = True,
+                 resume_at: dict | None = None) -> None:
+        """`resume_at` is a saved position (path identity, offset, line) to read from instead."""
+        try:
+            with open(path, "rb") as fh:
+                if fh.read(2) == b"\x1f\x8b":
+                    raise UsageError(f"{path}: gzip-compressed, not a live log (logsense analyze reads it)")
+        except OSError:
+            pass  # not there yet, or unreadable: the follower says so
+        self.description = os.path.abspath(path)
+        if os.path.isdir(path):
+            raise UsageError(f"{path}: is a directory; give a log file or a systemd unit")
+        if resume_at is not None:
+            ident = (resume_at["dev"], resume_at["ino"]) if resume_at.get("ino") is not None else None
+            head = (resume_at["head_len"], resume_at["head"]) if resume_at.get("head") else None
+            self.follower = FileFollower(path, offset=resume_at.get("offset", 0), line=resume_at.get("line", 0),
+                                         ident=ident, head=head, follow=follow)
+            self.start = "resuming where the last run stopped"
+        else:
+            offset, self.start = _file_start(path, rules, from_start)
+            line = count_lines(path, offset) if offset else 0
+            self.follower = FileFollower(path, offset=offset, line=line, follow=follow)
+        self.normalizer = Normalizer()
+        self.notices = self.follower.notices
+
+    @property
+    def caught_up(self) -> bool:
+        return self.follower.caught_up
+
+    @property
+    def ended(self) -> bool:
+        return not self.follower.follow and self.follower.at_end
+
+    def read(self, timeout: float) -> list[Item]:
+        out = []
+        for line_no, text in self.follower.read(timeout):
+            recs = tuple(self.normalizer.feed(line_no, text))
+            life = next((w for w in map(systemd_word, recs) if w), None)
+            msg = recs[0].message if life and recs else ""
+            out.append(Item(recs, life=life, text=msg, at=recs[0].time if life and recs else None,
+                            where=self.follower.starts.get(line_no)))
+        return out
+
+    def position(self) -> dict:
+        return self.follower.position()
+
+    def close(self) -> None:
+        self.follower.close()
+
+
+def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
+    """Where a file's latest startup begins (its last server_args line), and the words for it."""
+    if from_start or not os.path.exists(path):
+        return 0, "from its start" if os.path.exists(path) else "waiting for it to appear"
+    spec = next((p for p in rules.phases if p.name == "server_args"), None)
+    literals = [lit.encode() for p in (spec.markers if spec else ()) if not p.icase for lit in p.literals or ()]
+    if spec is not None and literals:
+        def accept(text: str) -> bool:
+            return any(m.regex.search(r.message) for r in Normalizer().feed(0, text) for m in spec.markers)
+
+        off = last_line_offset(path, literals, accept, limit=SCAN_BYTES)
+        if off is not None:
+            return off, "from the latest startup"
+    size = os.path.getsize(path)
+    if size > SCAN_BYTES:
+        return size - SCAN_BYTES, f"from its last {SCAN_BYTES >> 20} MiB (no startup marker in them)"
+    return 0, "from its start (no startup marker in it)"
+
+
+class JournalItems:
+    """A unit's journal entries as items, from its latest start (or a cursor, --since, the first entry)."""
+
+    kind = "journal"
+
+    def __init__(self, unit: str | None, *, files: list[str], directory: str | None, since: str | None,
+                 until: str | None, boot: str | None, from_start: bool, follow: bool,
+                 cursor: str | None = None, line: int = 0) -> None:
+        since_arg = "@0" if from_start and not since else since
+        self.src = journald.JournalSource(unit, files=files, directory=directory,
+                                          since=None if cursor else since_arg, boot=None if cursor else boot,
+                                          cursor=cursor, follow=follow)
+        self.until = journald.parse_since(until) if until else None
+        self.names = self.src.names
+        self.normalizer = Normalizer()
+        self.line = line
+        self.notices: list[str] = [f"reading the journal with "
+                                   f"{'systemd-python (journal.Reader)' if self.src.backend == 'systemd' else 'journalctl -o json'}"
+                                   f" ({self.src.reason})"]
+        self.caught_up = False
+        self._backlog = self.src.newest_cursor is not None
+        self._past_until = False
+        self._cursor: str | None = cursor
+        self._usec: str | None = None
+        self.description = self.src.description
+        first = self.src.run_start
+        if cursor:
+            self.start = "resuming where the last run stopped"
+        elif from_start:
+            self.start = "from the start of the journal"
+        elif since:
+            self.start = f"since {since}"
+        elif not self.names:
+            self.start = "every unit, from the first entry"
+        elif first is not None:
+            self.start = f"from its latest start ({utc(journald.entry_epoch(first))}: {journald.message(first)[:80]})"
+        else:
+            self.start = "no entries yet; waiting for them"
+
+    @property
+    def ended(self) -> bool:
+        return self._past_until or self.src.done
+
+    def read(self, timeout: float) -> list[Item]:
+        if self._past_until:
+            return []
+        entries = self.src.read(timeout)
+        out = []
+        for e in entries:
+            if self._backlog and e.get("__CURSOR") == self.src.newest_cursor:
+                self._backlog = False
+            epoch = journald.entry_epoch(e)
+            if self.until is not None and epoch is not None and epoch > self.until:
+                self._past_until = True
+                break
+            where = {"cursor": e.get("__CURSOR"), "usec": e.get("__REALTIME_TIMESTAMP"), "line": self.line}
+            recs = tuple(self.normalizer.feed_entry(self.line + 1, e))
+            if recs:
+                self.line = recs[-1].line
+            self._cursor = e.get("__CURSOR") or self._cursor
+            self._usec = e.get("__REALTIME_TIMESTAMP") or self._usec
+            out.append(Item(recs, life=journald.lifecycle(e, self.names), text=journald.message(e),
+                            at=utc(epoch), run=journald.invocation(e), where=where))
+        # what was in the journal when reading began is read to its newest entry before anything is decided
+        self.caught_up = self.ended or (not self._backlog and len(entries) < journald.BATCH)
+        return out
+
+    def position(self) -> dict:
+        return {"cursor": self._cursor, "usec": self._usec, "line": self.line}
+
+    def close(self) -> None:
+        self.src.close()
+
+
+def utc(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
