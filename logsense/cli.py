@@ -61,34 +61,75 @@ def analyze(
     raise typer.Exit(cmd.main(paths, fmt, rules, only_rules, no_rules, not no_classifier, baseline))
 
 
-@app.command()
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def tail(
     target: Annotated[Optional[str], typer.Argument(help="A systemd unit, or a log file path to follow.")] = None,
+    unit: Annotated[Optional[str], typer.Option("--unit", "-u", help="The systemd unit (as journalctl -u).")] = None,
     until_ready: Annotated[bool, typer.Option("--until-ready", help="Exit 0 at ready, 1 on failure, 3 at --timeout.")] = False,
     timeout: Annotated[Optional[str], typer.Option("--timeout", help="Give up after this long, exit 3: e.g. 20m, 90s, 1h.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text or jsonl.")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text or jsonl.")] = "text",
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep following (the default; as journalctl -f).")] = False,
     file: Annotated[Optional[list[str]], typer.Option("--file", help="Read this journal file (as journalctl --file).")] = None,
     directory: Annotated[Optional[str], typer.Option("--directory", "-D", help="Read journal files in this dir.")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="Start at this time (journalctl syntax).")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", "-S", help="Start at this time (journalctl syntax).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", "-U", help="Stop at this time (journalctl syntax).")] = None,
     boot: Annotated[Optional[str], typer.Option("--boot", "-b", help="Only this boot (journalctl syntax).")] = None,
     resume: Annotated[Optional[str], typer.Option("--resume", help="State file: continue where the last run stopped.")] = None,
     from_start: Annotated[bool, typer.Option("--from-start", help="Read every startup (the whole file or journal), not only the latest.")] = False,
     no_follow: Annotated[bool, typer.Option("--no-follow", help="Read what is there and stop.")] = False,
+    probe: Annotated[Optional[str], typer.Option("--probe", help="With --until-ready: ready only when this server answers (e.g. http://127.0.0.1:30000).")] = None,
+    probe_api: Annotated[str, typer.Option("--probe-api", help="chat (/v1/chat/completions) or generate (/generate).")] = "chat",
+    probe_timeout: Annotated[str, typer.Option("--probe-timeout", help="Timeout of each probe request.")] = "10s",
+    probe_tries: Annotated[int, typer.Option("--probe-tries", help="Probe at most this many times before exit 4.")] = 8,
+    probe_every: Annotated[str, typer.Option("--probe-every", help="Time between two probes.")] = "15s",
+    probe_any_host: Annotated[bool, typer.Option("--probe-any-host", help="Allow a --probe address that is not loopback.")] = False,
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say which journal reader is used, and file rotations.")] = False,
 ) -> None:
     """Follow a unit's journal (from its latest start) or a file, showing the startup live.
 
-    Exit: 0 ready (--until-ready), 1 failure or the unit stopped, 2 unreadable, 3 --timeout, 130 Ctrl-C.
+    Exit: 0 ready (--until-ready), 1 failure or the unit stopped, 2 bad input, 3 --timeout or
+    the input ended first, 4 the log says ready but --probe gets no answer, 130 Ctrl-C.
     LOGSENSE_JOURNAL_BACKEND=systemd|journalctl picks the journal reader (default: systemd-python if installed).
     """
     _check_format(fmt, ("text", "jsonl"))
+    if follow and no_follow:
+        from logsense.errors import UsageError
+
+        raise UsageError("-f/--follow and --no-follow: give one")
     from logsense.commands import tail as cmd
 
     raise typer.Exit(cmd.main(target=target, until_ready=until_ready, timeout=timeout, fmt=fmt, files=file or [],
-                              directory=directory, since=since, boot=boot, resume=resume, from_start=from_start,
-                              follow=not no_follow, rules=rules, only_rules=only_rules, verbose=verbose))
+                              directory=directory, since=since, until=until, boot=boot, resume=resume,
+                              from_start=from_start, follow=not no_follow, rules=rules, only_rules=only_rules,
+                              verbose=verbose, unit=unit, probe=probe, probe_api=probe_api,
+                              probe_timeout=probe_timeout, probe_tries=probe_tries, probe_every=probe_every,
+                              probe_any_host=probe_any_host))
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def history(
+    target: Annotated[Optional[str], typer.Argument(help="A systemd unit, or a log file.")] = None,
+    unit: Annotated[Optional[str], typer.Option("--unit", "-u", help="The systemd unit (as journalctl -u).")] = None,
+    file: Annotated[Optional[list[str]], typer.Option("--file", help="Read this journal file (as journalctl --file).")] = None,
+    directory: Annotated[Optional[str], typer.Option("--directory", "-D", help="Read journal files in this dir.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", "-S", help="Only startups from this time (journalctl syntax).")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", "-U", help="Up to this time (journalctl syntax).")] = None,
+    boot: Annotated[Optional[str], typer.Option("--boot", "-b", help="Only this boot (journalctl syntax).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+    rules: RulesOpt = None,
+    only_rules: OnlyOpt = None,
+) -> None:
+    """One row per startup attempt: when, outcome, phase, root cause, time taken, flags changed since the previous one.
+
+    Exit 0 when the latest attempt became ready, 1 when it failed or stopped, 3 when it is not ready yet, 2 bad input.
+    """
+    _check_format(fmt, ("table", "json", "csv"))
+    from logsense.commands import history as cmd
+
+    raise typer.Exit(cmd.main(target=target, unit=unit, files=file or [], directory=directory, since=since,
+                              until=until, boot=boot, fmt=fmt, rules=rules, only_rules=only_rules))
 
 
 @app.command()
