@@ -275,8 +275,8 @@ class Session:
                 s.outcome = Outcome.INCOMPLETE
         root = report.root
         if root is not None and (root.cause, root.rule) != s.lead_rule:
-            # the verdict outranks what was shown as it came: it is shown last, in full
-            self._diagnosis(out, root, root.evidence[0].line if root.evidence else None, full=True, force=True)
+            # the verdict outranks what was shown as it came: it is shown last, in full (unless said already)
+            self._diagnosis(out, root, root.evidence[0].line if root.evidence else None, full=True, final=True)
         if s.outcome in (Outcome.READY, Outcome.NOT_ANSWERING):
             seconds = s.ready_since
         else:
@@ -340,19 +340,21 @@ class Session:
             s.failed_at = self.clock.monotonic()
             s.failed_epoch = s.last_epoch
 
-    def _diagnosis(self, out: list[Note], d: Diagnosis, line: int | None, full: bool, force: bool = False) -> None:
-        """A root cause that leads is shown in full; a weaker one, or a symptom, in one line."""
+    def _diagnosis(self, out: list[Note], d: Diagnosis, line: int | None, full: bool, final: bool = False) -> None:
+        """A root cause that leads is shown in full; a weaker one, or a symptom, in one line. Each is said
+        once (a --resume replay remembers what was said before it)."""
         s = self.startup
         key = f"{s.first_line}:{d.cause}:{d.rule}"  # by the startup's first line: the same when a --resume replays it
-        if key in self.reported and not force:
-            return
         strength = (self._priority(d), d.confidence)
-        if full and not force and s.lead is not None and strength <= s.lead:
+        if full and not final and s.lead is not None and strength <= s.lead:
             full = False
         if full:
             s.lead, s.lead_rule = strength, (d.cause, d.rule)
+        if key in self.reported:
+            return
         self.reported.add(key)
-        self._say(out, "diagnosis" if full else "symptom", d=d, line=line)
+        # said even while a --resume replays: what the state does not list as said was never said
+        out.append(Note("diagnosis" if full else "symptom", {"d": d, "line": line}))
 
     def _priority(self, d: Diagnosis) -> int:
         rule = self.rules.get(d.rule) if d.rule else None

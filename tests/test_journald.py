@@ -173,7 +173,8 @@ def run(capsys, monkeypatch, backend, pack, *, fmt="jsonl", **kw):
 
 
 def diagnoses(events):
-    return [e["diagnosis"]["cause"] for e in events if e["event"] == "diagnosis"]
+    """The causes said as they came: in full (a leading root cause) or in one line (a weaker one)."""
+    return [e["diagnosis"]["cause"] for e in events if e["event"] in ("diagnosis", "symptom")]
 
 
 @needs_journal_remote
@@ -271,7 +272,7 @@ def test_resume_neither_repeats_nor_misses_a_diagnosis(tmp_path, capsys, monkeyp
     code, ev = run(capsys, monkeypatch, backend, pack, files=[str(j)], resume=state)
     assert code == 1 and diagnoses(ev) == ["flash_attn_cute_unavailable"]
     saved = json.loads(Path(state).read_text())
-    assert saved["kind"] == "journal" and saved["reported"] == ["flash_attn_cute_unavailable"]
+    assert saved["kind"] == "journal" and [k.split(":")[1] for k in saved["reported"]] == ["flash_attn_cute_unavailable"]
     assert saved["position"] and saved["start"]
     write_journal(j, [entry(m, at) for at, m in startup()[5:] + oom_tail()])  # appended by a second run
     code, ev = run(capsys, monkeypatch, backend, pack, files=[str(j)], resume=state)
@@ -292,8 +293,9 @@ def test_text_output(journals, capsys, monkeypatch):
     backend = "systemd" if journald.choose_backend("auto")[0] == "systemd" else "journalctl"
     code, text = run(capsys, monkeypatch, backend, journals["pack"], fmt="text", files=[journals["ok"]],
                      until_ready=True, follow=True)
+    text = " ".join(text.split())
     assert code == 0
-    assert "✓ ready at 150 s" in text and "weights 90 s" in text and "CUDA graphs 32 s" in text
+    assert "✓ ready at 2.5 min" in text and "weight_loading 1.5 min" in text and "cuda_graph_capture 32 s" in text
     code, text = run(capsys, monkeypatch, backend, journals["pack"], fmt="text", files=[journals["oom"]])
     assert code == 1
     assert "CUDA out of memory" in text and "--cuda-graph-max-bs 16" in text and "unit stopped" in text

@@ -26,7 +26,8 @@ def run(capsys, pack, *, fmt="jsonl", **kw):
 
 
 def diagnoses(events):
-    return [e["diagnosis"]["cause"] for e in events if e["event"] == "diagnosis"]
+    """The causes said as they came: in full (a leading root cause) or in one line (a weaker one)."""
+    return [e["diagnosis"]["cause"] for e in events if e["event"] in ("diagnosis", "symptom")]
 
 
 @pytest.fixture
@@ -113,10 +114,12 @@ def test_text_view(tmp_path, capsys, pack):
     p = tmp_path / "ok.log"
     p.write_text(lines(startup() + ready_tail()))
     code, text = run(capsys, pack, fmt="text", target=str(p), until_ready=True, follow=True)
+    text = " ".join(text.split())
     assert code == 0
-    assert "▸ weights" in text and "▸ CUDA graphs" in text
-    assert "✓ ready at 149 s" in text  # from the first line with a time (server_args)
-    assert "weights 90 s" in text and "CUDA graphs 32 s" in text
+    # phase names and durations as the analyze report writes them
+    assert "▸ weight_loading" in text and "▸ cuda_graph_capture" in text
+    assert "✓ ready at 2.5 min" in text  # from the first line with a time (server_args)
+    assert "weight_loading 1.5 min" in text and "cuda_graph_capture 32 s" in text
 
 
 def test_resume_a_file(tmp_path, capsys, pack):
@@ -132,7 +135,7 @@ def test_resume_a_file(tmp_path, capsys, pack):
     code, ev = run(capsys, pack, target=str(p), resume=str(state))
     assert diagnoses(ev) == ["cuda_oom_cuda_graph"]
     # the phase was rebuilt from the replayed lines: the OOM is placed in CUDA graph capture
-    assert next(e for e in ev if e["event"] == "diagnosis")["diagnosis"]["phase"] == "cuda_graph_capture"
+    assert next(e for e in ev if e["event"] == "symptom")["diagnosis"]["phase"] == "cuda_graph_capture"
     code, ev = run(capsys, pack, target=str(p), resume=str(state))
     assert diagnoses(ev) == [] and code == 1
 

@@ -150,7 +150,7 @@ def _startup_journal(tmp_path):
 def test_ctrl_c_on_a_journal_ends_cleanly(tmp_path, backend):
     pack, j = _startup_journal(tmp_path)
     p = Proc(["--file", str(j), UNIT, "--only-rules", str(pack)], backend)
-    p.wait_for(lambda line: "CUDA graphs" in line)
+    p.wait_for(lambda line: "cuda_graph_capture" in line)
     p.p.send_signal(signal.SIGINT)
     rc, err = p.finish()
     assert rc == 130
@@ -186,7 +186,7 @@ def test_a_closed_pipe_ends_it_cleanly_on_a_file(tmp_path):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_closed_pipe_ends_it_cleanly_on_a_journal(tmp_path, backend):
     pack, j = _startup_journal(tmp_path)
-    rc, first, err = _pipe_to_head(["--file", str(j), UNIT, "-f", "jsonl", "--only-rules", str(pack)], backend)
+    rc, first, err = _pipe_to_head(["--file", str(j), UNIT, "--format", "jsonl", "--only-rules", str(pack)], backend)
     assert json.loads(first)["event"] == "follow"
     assert rc == 0 and err == ""
 

@@ -114,6 +114,10 @@ def main(
     say = _Say(verbose)
     if state is not None and state.note:
         say(state.note)
+    if kind == "journal":
+        backend, reason = journald.choose_backend()
+        how = "systemd-python (journal.Reader)" if backend == "systemd" else "journalctl -o json"
+        say(f"reading the journal with {how} ({reason})")
     replay = state is not None and not state.fresh and state.start is not None
     source = _open(kind, target, rs, files, directory, since, until, boot, from_start, follow,
                    state.start if replay and state is not None else None)

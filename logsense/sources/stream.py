@@ -140,9 +140,7 @@ class JournalItems:
         self.names = self.src.names
         self.normalizer = Normalizer()
         self.line = line
-        self.notices: list[str] = [f"reading the journal with "
-                                   f"{'systemd-python (journal.Reader)' if self.src.backend == 'systemd' else 'journalctl -o json'}"
-                                   f" ({self.src.reason})"]
+        self.notices: list[str] = []
         self.caught_up = False
         self._backlog = self.src.newest_cursor is not None
         self._past_until = False
