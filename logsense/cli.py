@@ -273,6 +273,25 @@ def rules_lint(rules: RulesOpt = None, only_rules: OnlyOpt = None) -> None:
     raise typer.Exit(cmd.lint_cmd(rules, only_rules))
 
 
+@rules_app.command("coverage")
+def rules_coverage(
+    source: Annotated[str, typer.Argument(help="A wheel (.whl), an installed package or a source dir.")],
+    package: Annotated[Optional[str], typer.Option("--package", help="Which package's startup-path data to use "
+                                                   "(default: read from the wheel or dir name).")] = None,
+    config: Annotated[Optional[str], typer.Option("--config", help="Startup-path and triage data (YAML) to use instead.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or csv.")] = "text",
+    uncovered: Annotated[bool, typer.Option("--uncovered", help="List only messages no rule names a cause for.")] = False,
+    budget: Annotated[float, typer.Option("--budget", help="Stop after this many seconds, saying what is left.")] = 900.0,
+    rules: RulesOpt = None,
+    only_rules: OnlyOpt = None,
+) -> None:
+    """Which rule knows each failure message on a package's startup path (read from its source, never imported)."""
+    _check_format(fmt, ("text", "json", "csv"))
+    from logsense.commands import rules as cmd
+
+    raise typer.Exit(cmd.coverage(source, package, config, fmt, uncovered, budget, rules, only_rules))
+
+
 def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
     if fmt not in allowed:
         from logsense.errors import UsageError

@@ -136,3 +136,15 @@ def lint_cmd(rules=None, only_rules=None) -> int:
         out.print(Text(p))
     out.print(Text(f"{len(problems)} lint finding(s) in {len(rs.rules)} rules", style="yellow" if problems else "green"))
     return 1 if problems else 0
+
+
+def coverage(source: str, package: str | None, config: str | None, fmt: str, uncovered: bool, budget: float,
+             rules=None, only_rules=None) -> int:
+    """Print the coverage report of a wheel or dir; exit 0 (a report, not a verdict)."""
+    from logsense.coverage import measure
+    from logsense.coverage.report import render_csv, render_json, render_text
+
+    report = measure(source, rules_from_options(rules, only_rules), package, config, budget)
+    render = {"text": render_text, "json": render_json, "csv": render_csv}[fmt]
+    print(render(report, uncovered), end="")
+    return 0

@@ -1,0 +1,83 @@
+"""Per-package data: which files are on the startup path (by area) and the reviewed triage list."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from logsense.errors import UsageError
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "coverage"
+
+
+@dataclass(frozen=True)
+class TriageEntry:
+    """Messages reviewed as not startup failures: files glob, message regex, and why."""
+
+    files: str
+    message: re.Pattern[str]
+    reason: str
+
+    def matches(self, file: str, text: str) -> bool:
+        return fnmatch.fnmatchcase(file, self.files) and bool(self.message.search(text))
+
+
+@dataclass(frozen=True)
+class PackageConfig:
+    package: str
+    log_prefix: str  # what the server puts before a logged line
+    areas: dict[str, tuple[str, ...]]  # area -> fnmatch globs on the path inside the distribution
+    triage: tuple[TriageEntry, ...]
+    source: str
+
+    def area(self, file: str) -> str | None:
+        """The first area whose globs match `file`; None when it is not on the startup path."""
+        for name, globs in self.areas.items():
+            if any(fnmatch.fnmatchcase(file, g) for g in globs):
+                return name
+        return None
+
+    def triaged(self, file: str, text: str) -> TriageEntry | None:
+        return next((t for t in self.triage if t.matches(file, text)), None)
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in DATA_DIR.glob("*.yaml"))
+
+
+def load_config(package: str | None = None, path: str | Path | None = None) -> PackageConfig:
+    """The bundled data for `package`, or the file at `path`; a malformed file is a UsageError."""
+    if path is None:
+        if not package:
+            raise UsageError(f"cannot tell which package this is: name it with --package ({', '.join(available())})")
+        path = DATA_DIR / f"{package.replace('-', '_').lower()}.yaml"
+        if not path.is_file():
+            raise UsageError(f"no startup-path data for package '{package}' (known: {', '.join(available())}); "
+                             "give one with --config")
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text("utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise UsageError(f"{p}: cannot read coverage data: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("startup_paths"), dict):
+        raise UsageError(f"{p}: needs a 'startup_paths:' mapping of area -> list of globs")
+    areas = {}
+    for name, globs in doc["startup_paths"].items():
+        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
+            raise UsageError(f"{p}: startup_paths.{name}: must be a list of globs")
+        areas[str(name)] = tuple(globs)
+    triage = []
+    for i, t in enumerate(doc.get("triage") or []):
+        if not isinstance(t, dict) or not {"files", "message", "reason"} <= t.keys():
+            raise UsageError(f"{p}: triage[{i}]: needs files, message and reason")
+        try:
+            rx = re.compile(str(t["message"]))
+        except re.error as e:
+            raise UsageError(f"{p}: triage[{i}].message: not a valid regular expression: {e}") from None
+        triage.append(TriageEntry(str(t["files"]), rx, str(t["reason"])))
+    return PackageConfig(str(doc.get("package") or p.stem), str(doc.get("log_prefix") or ""), areas,
+                         tuple(triage), str(p))
