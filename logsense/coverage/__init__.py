@@ -20,6 +20,7 @@ from logsense.rules import RuleSet
 __all__ = ["CoverageReport", "Site", "Status", "Verdict", "measure", "mine"]
 
 DEFAULT_BUDGET = 900.0  # seconds; a report past it says what it did not read
+_UNREAD = "not read, time budget spent"
 
 
 @dataclass
@@ -28,6 +29,7 @@ class CoverageReport:
     version: str | None
     source: str
     config: str
+    area_names: list[str] = field(default_factory=list)  # in the order the package data lists them
     verdicts: list[Verdict] = field(default_factory=list)
     files: int = 0  # startup-path files read
     problems: list[str] = field(default_factory=list)  # files skipped, with why
@@ -38,7 +40,8 @@ class CoverageReport:
 
     @property
     def areas(self) -> list[str]:
-        return list(dict.fromkeys(v.area for v in self.verdicts))
+        present = {v.area for v in self.verdicts}
+        return [a for a in self.area_names if a in present]
 
     @property
     def title(self) -> str:
@@ -56,7 +59,7 @@ def mine(path: str | Path, config: PackageConfig, problems: list[str] | None = N
         if area is None:
             continue
         if deadline is not None and time.monotonic() > deadline:
-            problems.append(f"{rel}: not read, time budget spent")
+            problems.append(f"{rel}: {_UNREAD}")
             continue
         try:
             out.extend((s, area) for s in extract(rel, data))
@@ -73,7 +76,7 @@ def measure(path: str | Path, rules: RuleSet, package: str | None = None, config
     config = load_config(package or dist.name, config_path)
     start = time.monotonic()
     deadline = start + budget
-    report = CoverageReport(config.package, dist.version, str(path), config.source)
+    report = CoverageReport(config.package, dist.version, str(path), config.source, list(config.areas))
     sites = mine(path, config, report.problems, deadline)
     report.files = len({s.file for s, _ in sites})
     classifier = Classifier(rules, config)
@@ -82,6 +85,7 @@ def measure(path: str | Path, rules: RuleSet, package: str | None = None, config
             report.unfinished = f"time budget of {budget:.0f}s spent: {len(sites) - i} sites not classified"
             break
         report.verdicts.append(classifier.classify(site, area))
-    if any("time budget" in p for p in report.problems) and report.unfinished is None:
-        report.unfinished = f"time budget of {budget:.0f}s spent while reading files"
+    unread = sum(1 for p in report.problems if p.endswith(_UNREAD))
+    if unread and report.unfinished is None:
+        report.unfinished = f"time budget of {budget:.0f}s spent: {unread} files not read"
     return report

@@ -43,6 +43,8 @@ def log_lines(site: Site, message: str, log_prefix: str) -> list[str]:
             "Traceback (most recent call last):",
             f'  File "{SITE_PACKAGES}{site.file}", line {site.line}, in {func}',
         ]
+        if site.exc == "KeyError":  # str(KeyError) is the repr of its argument
+            lines = [repr(message)]
         return head + [f"{site.exc}: {lines[0]}" if lines[0] else site.exc] + lines[1:]
     if site.kind == "log":
         return [log_prefix + lines[0]] + lines[1:]

@@ -31,11 +31,14 @@ class PackageConfig:
     package: str
     log_prefix: str  # what the server puts before a logged line
     areas: dict[str, tuple[str, ...]]  # area -> fnmatch globs on the path inside the distribution
+    exclude: tuple[str, ...]  # globs taken out of every area (tests, paths that run only after ready)
     triage: tuple[TriageEntry, ...]
     source: str
 
     def area(self, file: str) -> str | None:
         """The first area whose globs match `file`; None when it is not on the startup path."""
+        if any(fnmatch.fnmatchcase(file, g) for g in self.exclude):
+            return None
         for name, globs in self.areas.items():
             if any(fnmatch.fnmatchcase(file, g) for g in globs):
                 return name
@@ -70,6 +73,9 @@ def load_config(package: str | None = None, path: str | Path | None = None) -> P
         if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
             raise UsageError(f"{p}: startup_paths.{name}: must be a list of globs")
         areas[str(name)] = tuple(globs)
+    exclude = doc.get("exclude") or []
+    if not isinstance(exclude, list) or not all(isinstance(g, str) for g in exclude):
+        raise UsageError(f"{p}: exclude: must be a list of globs")
     triage = []
     for i, t in enumerate(doc.get("triage") or []):
         if not isinstance(t, dict) or not {"files", "message", "reason"} <= t.keys():
@@ -80,4 +86,4 @@ def load_config(package: str | None = None, path: str | Path | None = None) -> P
             raise UsageError(f"{p}: triage[{i}].message: not a valid regular expression: {e}") from None
         triage.append(TriageEntry(str(t["files"]), rx, str(t["reason"])))
     return PackageConfig(str(doc.get("package") or p.stem), str(doc.get("log_prefix") or ""), areas,
-                         tuple(triage), str(p))
+                         tuple(exclude), tuple(triage), str(p))

@@ -21,7 +21,7 @@ def summary(report: CoverageReport) -> str:
     text = (f"{report.title}: {c[Status.COVERED]} of {m} startup raise-sites with message text covered by a rule, "
             f"{c[Status.TRIAGED]} triaged as not startup failures, {c[Status.GENERIC]} caught only as a failure "
             f"of unknown cause, {c[Status.UNCOVERED]} uncovered ({c[Status.NO_TEXT]} more sites print no fixed "
-            f"text; {report.files} files read)")
+            f"text; in {report.files} files)")
     return text + (f"; UNFINISHED: {report.unfinished}" if report.unfinished else "")
 
 

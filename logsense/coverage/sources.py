@@ -100,7 +100,7 @@ def _dir_version(p: Path) -> str | None:
                 return line.split(":", 1)[1].strip()
     roots = [p] if (p / "__init__.py").is_file() else [d for d in sorted(p.iterdir()) if (d / "__init__.py").is_file()]
     for root in roots:
-        for fn in ("_version.py", "version.py"):
+        for fn in ("_version.py", "version.py", "__init__.py"):
             f = root / fn
             if f.is_file():
                 v = _literal_version(f.read_text("utf-8", "replace"))
