@@ -181,3 +181,35 @@ def test_last_line_offset_finds_the_latest_marker_across_blocks(tmp_path, monkey
     data = p.read_bytes()
     assert data[off:].startswith(b"[2026-01-01 01:00:00] server_args=ServerArgs(second)")
     assert last_line_offset(str(p), [b"nothing like it"], lambda t: True) is None
+
+
+def test_truncate_then_refill_past_the_old_size_between_two_looks(tmp_path):
+    p = tmp_path / "a.log"
+    p.write_text("".join(f"before {i}\n" for i in range(5)))
+    f = FileFollower(str(p), offset=0)
+    assert len(read_until(f, 5)) == 5
+    with open(p, "w") as fh:  # truncated and written again, longer, before the follower looks
+        fh.write("".join(f"after-the-truncation {i}\n" for i in range(10)))
+    got = texts(read_until(f, 10))
+    assert got == [f"after-the-truncation {i}" for i in range(10)]
+    assert any("truncated" in n for n in f.notices)
+    f.close()
+
+
+def test_position_names_the_file_by_identity_and_head(tmp_path):
+    p = tmp_path / "a.log"
+    p.write_text("one\ntwo\n")
+    f = FileFollower(str(p), offset=0, follow=False)
+    f.read()
+    pos = f.position()
+    st = os.stat(p)
+    assert (pos["dev"], pos["ino"], pos["offset"], pos["line"]) == (st.st_dev, st.st_ino, 8, 2)
+    assert pos["head_len"] == 8 and len(pos["head"]) == 32
+    assert f.starts == {} or all(v["line"] == k - 1 for k, v in f.starts.items())
+    f.close()
+    # the same path with other content is not the saved file: read from its start
+    p.write_text("other\ncontent\nhere\n")
+    g = FileFollower(str(p), offset=8, line=2, ident=(pos["dev"], pos["ino"]), head=(pos["head_len"], pos["head"]),
+                     follow=False)
+    assert texts(g.read()) == ["other", "content", "here"]
+    g.close()

@@ -175,3 +175,90 @@ def test_missing_file_without_follow(tmp_path, pack):
     with pytest.raises(SourceError, match="no such file"):
         tail.main(target=str(tmp_path / "nope.log"), follow=False, only_rules=[str(pack)])
     assert not Path(tmp_path / "nope.log").exists()
+
+
+# -- --until-ready is deterministic --------------------------------------------------------------
+
+
+def test_until_ready_on_a_file_is_the_same_20_times(tmp_path, capsys, pack):
+    """A healthy startup then a failing one: the latest startup decides, every time."""
+    p = tmp_path / "live.log"
+    later = T0 + 1000
+    p.write_text(lines(startup() + ready_tail() + startup(later) + oom_tail(later)))
+    codes = set()
+    for _ in range(20):
+        code, ev = run(capsys, pack, target=str(p), from_start=True, until_ready=True)
+        codes.add((code, ev[-1]["reason"], ev[-1]["cause"]))
+    assert codes == {(1, "failed", "cuda_oom_cuda_graph")}
+    # and the other way round: the latest startup became ready
+    p.write_text(lines(startup() + oom_tail() + startup(later) + ready_tail(later)))
+    codes = {run(capsys, pack, target=str(p), from_start=True, until_ready=True)[0] for _ in range(20)}
+    assert codes == {0}
+
+
+# -- --resume across rotation ------------------------------------------------------------------------
+
+
+def test_resume_finishes_the_rotated_file_first(tmp_path, capsys, pack):
+    p = tmp_path / "server.log"
+    state = tmp_path / "tail.state"
+    p.write_text(lines(startup()))
+    code, ev = run(capsys, pack, target=str(p), resume=str(state))
+    assert diagnoses(ev) == []
+    with open(p, "a") as fh:  # tail is not running: a failure is written, then the log is rotated
+        fh.write(lines(oom_tail()))
+    p.rename(tmp_path / "server.log.1")
+    p.write_text(lines(startup(T0 + 1000)))
+    code, ev = run(capsys, pack, target=str(p), resume=str(state))
+    assert diagnoses(ev)[:1] == ["cuda_oom_cuda_graph"]
+    assert code == 0 or code == 1
+
+
+def test_resume_position_is_saved_as_lines_come(tmp_path, capsys, pack, monkeypatch):
+    from logsense import resume
+
+    monkeypatch.setattr(resume, "SAVE_EVERY", 0.0)
+    p = tmp_path / "server.log"
+    state = tmp_path / "tail.state"
+    p.write_text(lines(startup()))
+    run(capsys, pack, target=str(p), resume=str(state))
+    saved = json.loads(state.read_text())
+    assert saved["position"]["line"] == len(startup()) and saved["position"]["offset"] == p.stat().st_size
+    assert saved["position"]["head_len"] > 0
+
+
+def test_a_truncate_and_refill_past_the_old_size_is_noticed(tmp_path, capsys, pack):
+    p = tmp_path / "server.log"
+    state = tmp_path / "tail.state"
+    p.write_text(lines(startup()[:3]))
+    run(capsys, pack, target=str(p), resume=str(state))
+    # copytruncate, then more than the old size written before tail looks again
+    p.write_text(lines(startup(T0 + 500)[:3]) + sglang(T0 + 509, FA_IMPORT) + "\n" * 3)
+    code, ev = run(capsys, pack, target=str(p), resume=str(state))
+    assert diagnoses(ev) == ["flash_attn_cute_unavailable"]
+
+
+@pytest.mark.parametrize("bad", ['{"schema": 2, "kind": "file", "target": "%s", "position": {"offset": "x"}}',
+                                 '{"schema": 2, "kind": "file", "target": "%s", "reported": [1]}',
+                                 '[1, 2]', 'not json'])
+def test_a_state_file_with_wrong_types_is_exit_2_with_one_line(tmp_path, bad):
+    p = tmp_path / "server.log"
+    p.write_text(lines(startup()))
+    state = tmp_path / "tail.state"
+    state.write_text(bad.replace("%s", str(p)) if "%s" in bad else bad)
+    r = run_tail(str(p), "--no-follow", "--resume", str(state))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "tail.state" in r.stderr, r.stderr
+
+
+# -- journalctl habits ---------------------------------------------------------------------------------
+
+
+def test_f_means_follow_and_format_is_long_only(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text(lines(startup() + ready_tail()))
+    r = run_tail("-f", str(p), "--until-ready", "--timeout", "5s")
+    assert r.returncode == 0 and "ready" in r.stdout  # -f is --follow, not --format
+    r = run_tail("-f", "--no-follow", str(p))
+    assert r.returncode == 2 and "--no-follow" in r.stderr
+    r = run_tail("-h")
+    assert r.returncode == 0 and "--until-ready" in r.stdout and "--probe" in r.stdout

@@ -1,0 +1,77 @@
+"""One verdict: `tail --no-follow --from-start` ends with the diagnosis `analyze` gives, on every corpus log."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from logsense.commands.analyze import analyze_path
+from logsense.commands.common import rules_from_options
+from logsense.commands.tail import WallClock, analysis_factory
+from logsense.learn.hook import default_classifier
+from logsense.session import Session
+from logsense.sources.stream import FileSource
+
+LOGS = sorted(p for p in (ROOT / "corpora").rglob("*.log"))
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return rules_from_options(None, None)
+
+
+def verdict(report) -> tuple:
+    root = report.root
+    if root is None:
+        return (report.status.value, None, None, None, report.phase)
+    return (report.status.value, root.cause, root.rule, round(root.confidence, 3), root.phase)
+
+
+def tail_report(path: Path, rules):
+    source = FileSource(str(path), rules, from_start=True, follow=False)
+    session = Session(rules, analysis_factory(rules), WallClock(), source_name=str(path))
+    try:
+        while not source.ended:
+            for item in source.read(0.0):
+                session.feed(item)
+        session.tick(caught_up=True, ended=True)
+    finally:
+        source.close()
+    assert session.verdicts, path
+    return session.verdicts[-1].report
+
+
+def test_the_corpus_is_there():
+    assert len(LOGS) >= 100
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(ROOT / "corpora")))
+def test_tail_and_analyze_agree(path, rules):
+    analyzed, _ = analyze_path(str(path), rules, default_classifier())
+    assert verdict(tail_report(path, rules)) == verdict(analyzed)
+
+
+@pytest.mark.parametrize("name", ["mission/flash-attn-cute-warmup.log", "mission/python-h-missing.log",
+                                  "healthy/k26-ddtree-ready.log"])
+def test_the_jsonl_end_event_carries_analyzes_verdict(name):
+    path = ROOT / "corpora" / name
+    env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    tail = subprocess.run([sys.executable, "-m", "logsense", "tail", str(path), "--no-follow", "--from-start",
+                           "--format", "jsonl"], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    analyze = subprocess.run([sys.executable, "-m", "logsense", "analyze", str(path), "--format", "json"],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    end = json.loads(tail.stdout.splitlines()[-1])
+    report = json.loads(analyze.stdout)
+    root = next((d for d in report["diagnoses"] if d["root"]), None)
+    assert end["event"] == "end" and end["status"] == report["status"]
+    assert end["cause"] == (root["cause"] if root else None) and end["rule"] == (root["rule"] if root else None)
+    assert end["confidence"] == (root["confidence"] if root else None)
+    assert tail.returncode == analyze.returncode
+    if root is not None:  # the last diagnosis printed is the verdict
+        said = [json.loads(x) for x in tail.stdout.splitlines() if '"event": "diagnosis"' in x]
+        assert said[-1]["diagnosis"]["rule"] == root["rule"]
