@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from logsense.flags import for_server
 from logsense.model import Fix
 from logsense.rules.loader import FixSpec
 
@@ -37,6 +38,21 @@ def _fill(template: str | None, values: dict[str, Any]) -> str | None:
     return None if missing else out
 
 
+# Environment variables only one server reads.
+_ENV_OF = {"sglang": ("SGLANG_", "SGL_"), "vllm": ("VLLM_",)}
+
+
+def _for_server(kind: str, value: str, server: str | None) -> str | None:
+    """The fix in the detected server's own words, or None when that server has no such knob."""
+    if kind == "flag":
+        return for_server(value, server)
+    if kind == "env" and server in _ENV_OF:
+        others = tuple(p for s, ps in _ENV_OF.items() if s != server for p in ps)
+        if value.lstrip().startswith(others):
+            return None
+    return value
+
+
 def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str, str], phase: str | None) -> tuple[Fix, ...]:
     values = {**facts, **{k: v for k, v in captures.items() if v is not None}, "phase": phase}
     out: list[Fix] = []
@@ -46,6 +62,8 @@ def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str
         value = _fill(spec.value, values)
         if value is None:
             value = _fill(spec.fallback, values)
+        if value is not None:
+            value = _for_server(spec.kind, value, facts.get("server"))
         if value is None:
             continue
         note = _fill(spec.note, values) if spec.note else None

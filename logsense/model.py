@@ -46,6 +46,7 @@ class Record:
     prefixed: bool = False  # the message carried SGLang's own "[time ranks]" prefix
     cursor: str | None = None
 
+    server: str | None = None  # the server whose own log prefix the line carried: "sglang" | "vllm"
 
 @dataclass(frozen=True, slots=True)
 class Event:

@@ -39,6 +39,19 @@ _SGLANG = re.compile(
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] "
     r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+\.py:\d+: )?"
 )
+# vLLM: its process prefix "(EngineCore_DP0 pid=123) ", "(Worker_TP1 pid=9) ", "(VllmWorker rank=1 pid=9) ",
+# "(RayWorkerWrapper pid=5, ip=10.0.0.2) ", then its logger's "INFO 11-20 10:00:00 [file.py:12] " (2024:
+# "file.py:12] "). Both come alone too: a child's raw stderr has only the first, one process only the second.
+_VLLM_PROC = re.compile(
+    r"\((?P<proc>[A-Za-z][\w-]*)(?: rank=(?P<rankn>\d+)| (?P<tp>TP\d+))? pid=(?P<pid>\d+)(?:, ip=[\w.:-]+)?\) ?"
+)
+_VLLM_LOG = re.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<src>[\w.-]+:\d+)\] "
+)
+_VLLM_RANKS = re.compile(r"(?<=_)(?:DP|PP|PCP|TP|DCP|EP)\d+")
+_RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
+# rsyslog writes control characters as "#ooo": ESC "#033", CR "#015".
+_SYSLOG_ANSI = re.compile(r"#033\[[0-?]*[ -/]*[@-~]")
 # A tqdm bar with a log record glued after it (no newline between them).
 _GLUED = re.compile(r"(?<=[\]|%])\s*(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] )")
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
@@ -50,6 +63,10 @@ def clean(text: str) -> str:
     """Remove terminal escape sequences and control characters (keeps \\t and \\r)."""
     if "\x1b" in text or "\x9b" in text:
         text = _ANSI.sub("", text)
+    if "#0" in text:
+        text = _SYSLOG_ANSI.sub("", text)
+        if text.endswith("#015"):
+            text = text[:-4]
     return _CONTROL.sub("", text)
 
 
@@ -86,6 +103,7 @@ class Normalizer:
     def __init__(self) -> None:
         self._last: Record | None = None
         self._indent = 0  # width of the last journal prefix; deeper-indented lines continue it
+        self._vllm_heads: dict[str | None, str] = {}  # pid -> the last vLLM logger prefix it printed
 
     def feed(self, line_no: int, raw: str) -> list[Record]:
         """Normalize one raw line (without its newline) into zero, one or more records."""
@@ -137,13 +155,40 @@ class Normalizer:
         cursor: str | None = None,
     ) -> Record:
         time = fields.get("time")
+        pid = fields.get("pid")
         rank = None
         prefixed = False
-        if text[:1] == "[":
+        server = None
+        vllm = False
+        if text[:1] == "(" and " pid=" in text[:96]:
+            v = _VLLM_PROC.match(text)
+            if v:
+                vllm = True
+                pid = v["pid"]  # the process is the stream: eight workers interleave on one journal pid
+                rank = _vllm_rank(v)
+                server = "vllm" if v["proc"].startswith(_VLLM_PROCESSES) else None
+                text = text[v.end() :]
+        if text[:1] in "DIWEC":
+            lg = _VLLM_LOG.match(text)
+            if lg:
+                vllm, server = True, "vllm"
+                # vLLM repeats its prefix on every line of a multi-line record (a traceback):
+                # only a new time or source line starts a new record.
+                head = lg.group(0)
+                prefixed = self._vllm_heads.get(pid) != head
+                self._vllm_heads[pid] = head
+                time = time or "2000-" + lg["time"]  # vLLM prints no year; journal short times do the same
+                text = text[lg.end() :]
+        if vllm:
+            if text.endswith("across cluster]"):
+                text = _RAY_REPEAT.sub("", text)
+        elif text[:1] == "[":
             s = _SGLANG.match(text)
             if s:
                 prefixed = True
                 rank = s["ranks"].strip() or None
+                # a bare "[date time,ms]" is any Python logger's; SGLang's has no milliseconds or has ranks
+                server = "sglang" if rank or "," not in s["time"] else None
                 time = time or s["time"].replace(",", ".")
                 text = text[s.end() :]
         elif continuation_of is not None:
@@ -155,11 +200,12 @@ class Normalizer:
             time=time,
             host=fields.get("host"),
             ident=fields.get("ident"),
-            pid=fields.get("pid"),
+            pid=pid,
             rank=rank,
             unit=unit,
             prefixed=prefixed,
             cursor=cursor,
+            server=server,
         )
         self._last = rec
         return rec
@@ -201,6 +247,20 @@ class Normalizer:
             rec = self._record(at, src, text, fields, continuation_of=first, unit=unit, cursor=cursor)
             first = first or rec
             yield rec
+
+
+# Process names vLLM gives its processes (V1 engine core, workers, API server; V0 and Ray workers).
+_VLLM_PROCESSES = ("EngineCore", "VllmWorker", "Worker_", "APIServer", "ApiServer", "RayWorkerWrapper",
+                   "DPSupervisor", "DPCoordinator")
+
+
+def _vllm_rank(m: re.Match) -> str | None:
+    """'Worker_DP0_TP1' -> 'DP0 TP1'; 'VllmWorker rank=1' and 'VllmWorker TP1' -> 'TP1'."""
+    if m["rankn"]:
+        return f"TP{m['rankn']}"
+    if m["tp"]:
+        return m["tp"]
+    return " ".join(_VLLM_RANKS.findall(m["proc"])) or None
 
 
 def _json_entry(raw: str) -> dict | None:
