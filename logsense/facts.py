@@ -31,7 +31,32 @@ _SIMPLE: list[tuple[tuple[str, ...], str, str]] = [
     (("max_running_requests=",), r"\bmax_running_requests=(\d+)", "max_running_requests"),
     (("max_total_num_tokens=",), r"\bmax_total_num_tokens=(\d+)", "max_total_num_tokens"),
     (("context_len=",), r"\bcontext_len=(\d+)", "context_len"),
+    # vLLM: "vLLM API server version 0.8.5" (2025), "vLLM server version 0.34.0, serving model"; the engine's
+    # "Initializing a V1 LLM engine (v0.10.1) with config:" (V0: "Initializing an LLM engine (v0.6.3)").
+    (("vLLM API server version", "vLLM server version"),
+     r"vLLM (?:API )?server version v?(\d+\.\d+\.\d+[\w.+-]*?),?(?:\s|$)", "vllm_version"),
+    (("LLM engine (v",), r"LLM engine \(v(\d+\.\d+\.\d+[\w.+-]*)\)", "vllm_version"),
+    (("Available KV cache memory:",), r"Available KV cache memory: ([\d.]+) GiB", "kv_cache_memory_gib"),
+    (("KV cache size:",), r"KV cache size: ([\d,]+) tokens", "kv_cache_tokens"),
+    (("estimated maximum model length is",), r"estimated maximum model length is (\d+)", "max_model_len_fits"),
 ]
+# Lines only one server prints (banners, its own error wording, its package's paths): they say which
+# server wrote the log. vLLM paths under model_executor/ or distributed/ are not here: SGLang imported them.
+_SERVER_SIGNS: dict[str, tuple[str, ...]] = {
+    "vllm": ("vLLM API server version", "vLLM server version", "LLM engine (v", "non-default args:",
+             "EngineCore failed to start", "Engine core initialization failed", "WorkerProc failed to start",
+             "WorkerProc hit an exception", "Engine process failed to start", "Starting vLLM ",
+             "/vllm/v1/", "/vllm/engine/", "/vllm/worker/", "/vllm/executor/", "/vllm/entrypoints/"),
+    "sglang": ("server_args=ServerArgs(", "sglang.launch_server", "The server is fired up and ready to roll",
+               "Scheduler hit an exception", "/sglang/srt/", "Load weight begin", "Capture cuda graph begin"),
+}
+# vLLM's arguments: "non-default args: {'model': ..., 'max_model_len': 32768}" and the engine's config line.
+_VLLM_ARGS = ("non-default args: ", "with config: ")
+_VLLM_FACTS = {"model": "model_path", "tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
+               "data_parallel_size": "dp_size", "max_model_len": "max_model_len", "max_seq_len": "max_model_len",
+               "gpu_memory_utilization": "gpu_memory_utilization", "max_num_seqs": "max_num_seqs",
+               "enforce_eager": "enforce_eager", "kv_cache_dtype": "kv_cache_dtype", "quantization": "quantization",
+               "port": "port", "trust_remote_code": "trust_remote_code", "max_num_batched_tokens": "max_num_batched_tokens"}
 _RANK_MARKERS = ("Load weight begin", "Init torch distributed begin", "Load weight end", "Memory pool end")
 _PY_LITERALS = ("include/python3", "/python3.", "cpython-3", "Python 3.")
 
@@ -51,7 +76,11 @@ _ARG = re.compile(r"(\w+)=")
 
 def parse_server_args(message: str) -> dict[str, Any]:
     """The fields of a `server_args=ServerArgs(...)` repr or `server_args={...}` dict, as Python values."""
-    body = message.split("server_args=", 1)[1]
+    return parse_args_body(message.split("server_args=", 1)[1])
+
+
+def parse_args_body(body: str) -> dict[str, Any]:
+    """`Name(a=1, ...)`, `{'a': 1, ...}` or `a=1, b='x', ...` -> {name: Python value}."""
     out: dict[str, Any] = {}
     i = 1 if body[:1] in "({" or body.startswith("ServerArgs(") else 0
     if body.startswith("ServerArgs("):
@@ -127,6 +156,8 @@ class Facts:
         entries = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(_SIMPLE) for lit in lits]
         entries += [("server_args=", False, ("args",))] + [(lit, False, ("py",)) for lit in _PY_LITERALS]
         entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
+        entries += [(lit, False, ("server", srv)) for srv, lits in _SERVER_SIGNS.items() for lit in lits]
+        entries += [(lit, False, ("vargs",)) for lit in _VLLM_ARGS] + [('File "', False, ("frame",))]
         # every rank prints these once: counting ranks here (not on every line) gives the same
         # count whether all lines were read or only the ones the block scanner picked
         entries += [(m, False, ("rank",)) for m in _RANK_MARKERS]
@@ -138,12 +169,20 @@ class Facts:
         self._py_path: Counter[str] = Counter()
         self._ranks: set[str] = set()
         self.mm_hint = False
+        self.vllm_args: dict[str, Any] = {}
+        self._server_votes: Counter[str] = Counter()
 
     def feed(self, rec: Record) -> None:
         msg = rec.message
         keys = self.index.keys_in(msg)
         if not keys:
             return
+        # A line that holds a fact literal is fed whether the whole log or the scanner's picks are
+        # read, so counting its server here gives the same answer either way.
+        servers = {key[1] for key in keys if key[0] == "server"}
+        if rec.server:
+            servers.add(rec.server)
+        self._server_votes.update(servers)
         for key in set(keys):
             if key[0] == "s":
                 rx, name = self._simple[key[1]]
@@ -164,12 +203,43 @@ class Facts:
                         self._py_path[v] += 1
             elif key[0] == "mm":
                 self.mm_hint = True
+            elif key[0] == "vargs":
+                self._vllm_args(msg)
             elif key[0] == "rank" and rec.rank:
                 self._ranks.add(rec.rank)
 
+    def _vllm_args(self, msg: str) -> None:
+        for marker in _VLLM_ARGS:
+            at = msg.find(marker)
+            if at < 0 or (marker == "with config: " and "LLM engine" not in msg[:at]):
+                continue
+            try:
+                parsed = parse_args_body(msg[at + len(marker) :].strip())
+            except (IndexError, ValueError):
+                continue
+            for k, v in parsed.items():
+                self.vllm_args.setdefault(k, v)
+
+    def server(self) -> str | None:
+        """'sglang' or 'vllm', by which one's own lines the log holds more of; None when it says neither."""
+        top = self._server_votes.most_common(2)
+        if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+            return None
+        return top[0][0]
+
     def snapshot(self) -> dict[str, Any]:
         f: dict[str, Any] = dict(self.values)
-        a = self.args
+        server = self.server()
+        if server:
+            f["server"] = server
+            version = f.get(f"{server}_version")
+            if version:
+                f["server_version"] = version
+        for k, v in self.vllm_args.items():
+            name = _VLLM_FACTS.get(k)
+            if name and v is not None:
+                f.setdefault(name, v)
+        a = {**self.vllm_args, **self.args}
         for k, v in a.items():
             f[f"arg_{k}"] = v
         py = (self._py_include or self._py_path).most_common(1)
@@ -182,6 +252,12 @@ class Facts:
                      "skip_server_warmup", "disable_cuda_graph", "enable_torch_compile", "enable_multimodal"):
             if a.get(name) is not None:
                 f.setdefault(name, a[name])
+        gmu = f.get("gpu_memory_utilization")
+        if isinstance(gmu, (int, float)) and gmu < 0.95:
+            f["gpu_memory_utilization_higher"] = f"{min(0.95, round(float(gmu) + 0.05, 2)):.2f}".rstrip("0")
+        mns = f.get("max_num_seqs")
+        if isinstance(mns, int) and mns > 1:
+            f["max_num_seqs_lower"] = max(1, mns // 2)
         mfs = f.get("mem_fraction_static")
         if isinstance(mfs, (int, float)):
             f["mem_fraction_static_lower"] = f"{_lower_fraction(float(mfs)):.2f}".rstrip("0").rstrip(".")

@@ -116,6 +116,10 @@ def render(report: Report, console: Console, problems: list | None = None) -> No
     title.append(f"  {report.lines} lines  ", style="dim")
     status_style = {"failed": "bold red", "ready": "bold green", "incomplete": "bold yellow"}[report.status.value]
     title.append(report.status.value, style=status_style)
+    server = report.facts.get("server")
+    if server:
+        version = report.facts.get("server_version")
+        title.append(f"  {server}{' ' + clean(str(version)) if version else ''}", style="dim")
     console.print(title)
     roots = [d for d in report.diagnoses if d.root]
     symptoms = [d for d in report.diagnoses if not d.root]
