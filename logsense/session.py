@@ -225,6 +225,9 @@ class Session:
 
     def status(self) -> Note:
         s = self.startup
+        if s.verdict is not None:  # the unit stopped: nothing runs until it starts again
+            return Note("status", {"phase": f"{s.verdict.outcome.value}; waiting for the unit to start again",
+                                   "in_phase": None, "since_start": None, "progress": None})
         now = self.log_now()
         in_phase = now - s.phase_epoch if s.phase_epoch is not None else self.clock.monotonic() - self.began
         since = now - s.first_epoch if s.first_epoch is not None else None

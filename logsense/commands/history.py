@@ -71,7 +71,7 @@ def table(verdicts: list[Verdict]) -> list[dict[str, Any]]:
         root = v.report.root
         rows.append({
             "attempt": n,
-            "started": v.started_at,
+            "started": v.started_at[:19] if v.started_at else None,  # to the second
             "outcome": v.outcome.value,
             "phase": root.phase if root is not None and root.phase else v.report.phase,
             "cause": root.cause if root is not None else None,
@@ -109,7 +109,7 @@ def _print(rows: list[dict[str, Any]], fmt: str) -> None:
         w.writerow(COLUMNS)
         for r in rows:
             w.writerow([r["attempt"], r["started"] or "", r["outcome"], r["phase"] or "", r["cause"] or "",
-                        "" if r["seconds"] is None else r["seconds"], " ".join(r["changed"])])
+                        "" if r["seconds"] is None else r["seconds"], "; ".join(r["changed"])])
         return
     from rich.table import Table
 

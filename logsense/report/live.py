@@ -157,7 +157,8 @@ class LiveView:
             return
         t = Text("● ", style="cyan")
         t.append(phase or "import", style="bold")
-        t.append(f"  {secs(in_phase)}", style="cyan")
+        if in_phase is not None:
+            t.append(f"  {secs(in_phase)}", style="cyan")
         if since_start is not None:
             t.append(f" · {secs(since_start)} since start", style="dim")
         if progress:
