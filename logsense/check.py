@@ -504,7 +504,7 @@ def compare(label: Label, report: Report) -> list[tuple[int | None, str]]:
 
 def check_incident(inc: Incident, rs: RuleSet) -> tuple[list[Problem], Label | None]:
     """One incident: its label is valid and the log is still diagnosed as labelled."""
-    from logsense.commands.analyze import analyze_path
+    from logsense.analysis import analyze_path
 
     if inc.log is None:
         assert inc.label is not None

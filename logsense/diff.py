@@ -29,13 +29,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from logsense.model import Diagnosis, Evidence, Origin, Record, Report
+from logsense.model import Diagnosis, Event, Evidence, Origin, Record, Report
 from logsense.normalize import Normalizer
-from logsense.pipeline import Pipeline
+from logsense.pipeline import Fallback, Pipeline, Reading, Watcher
 from logsense.rules import RuleSet
 from logsense.rules.schema import PHASES
 from logsense.sources.recorded import open_recorded, read_lines
 from logsense.templates import TemplateMiner, mask
+from logsense.timeline import Timeline
 
 SCHEMA_VERSION = 1
 MAX_TEXT = 500  # characters of a line kept as evidence
@@ -198,23 +199,29 @@ class _Templates:
 
 
 class RunObserver:
-    """A pipeline observer: mines every record of one run; with a reference, keeps what is new to it."""
+    """A pipeline watcher: mines every record of one run; with a reference, keeps what is new to it."""
 
-    def __init__(self, pipeline: Pipeline, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
-        self.pipeline = pipeline
+    def __init__(self, timeline: Timeline, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
+        self.timeline = timeline
         self.reference = reference
         self.keep_all = keep_all  # False: only the lines new to the reference are mined (--baseline)
         self.kinds = Kinds()
-        self.restarts = pipeline.timeline.restarts
+        self.restarts = timeline.restarts
         self._reset()
 
     def _reset(self) -> None:
         self.all = _Templates()
         self.new = _Templates(max_clusters=5_000)
 
-    def __call__(self, rec: Record, phase: str) -> None:
-        if self.pipeline.timeline.restarts != self.restarts:
-            self.restarts = self.pipeline.timeline.restarts
+    def event(self, event: Event) -> None:
+        pass
+
+    def revise(self, diagnoses: list[Diagnosis], facts: dict[str, Any]) -> list[Diagnosis]:
+        return diagnoses
+
+    def record(self, rec: Record, phase: str) -> None:
+        if self.timeline.restarts != self.restarts:
+            self.restarts = self.timeline.restarts
             self._reset()  # a new start: compare the last one, as the report does
         kind = self.kinds(rec)
         msg = rec.message
@@ -226,6 +233,19 @@ class RunObserver:
             self.all.add(rec, masked, phase, kind, chain)
         if self.reference is not None and self.reference.match_masked(masked) is None:
             self.new.add(rec, masked, phase, kind, chain)
+
+
+class Observing:
+    """The fallback that only watches: a `RunObserver` mines every line of the run."""
+
+    reading = Reading(every_line=True)
+
+    def __init__(self, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
+        self.reference = reference
+        self.keep_all = keep_all
+
+    def watch(self, timeline: Timeline) -> RunObserver:
+        return RunObserver(timeline, self.reference, self.keep_all)
 
 
 @dataclass
@@ -245,9 +265,9 @@ def read_run(path: str, rules: RuleSet, reference: TemplateMiner | None = None) 
     """Stream one recorded log ('-' is stdin, /dev/fd/N and .gz work) through a pipeline with an observer."""
     fp, name = open_recorded(path)
     try:
-        p = Pipeline(rules)
-        obs = RunObserver(p, reference)
-        p.observers.append(obs)
+        p = Pipeline(rules, Observing(reference))
+        obs = p.watcher
+        assert isinstance(obs, RunObserver)
         for line_no, text in read_lines(fp, name):
             p.feed_line(line_no, text)
         report = p.finish(name)
@@ -499,7 +519,7 @@ def _labelled_healthy(log: Path) -> bool:
 
 
 class Baseline:
-    """The templates of healthy startups; `classifier()` turns them into an analyze hook."""
+    """The templates of healthy startups; `fallback()` turns them into analyze's --baseline check."""
 
     def __init__(self, miner: TemplateMiner, sources: list[str]) -> None:
         self.miner = miner
@@ -524,36 +544,53 @@ class Baseline:
     def from_dir(cls, path: str) -> Baseline:
         return cls.from_paths(baseline_files(path))
 
-    def classifier(self, inner=None) -> NoveltyHook:
+    def fallback(self, inner: Fallback | None = None) -> NoveltyHook:
         return NoveltyHook(self, inner)
 
 
 class NoveltyHook:
-    """A `Pipeline.classifier` hook: when no rule knows the cause, the lines new to the baselines are the evidence.
+    """The `--baseline` fallback: when no rule knows the cause, the lines new to the baselines are the evidence.
 
-    `attach(pipeline)` (called by `analyze` before feeding) puts an observer on the pipeline;
-    the hook itself runs at `finish()`, only when the diagnoses are empty or `unknown`.
+    Its watcher mines the lines new to the baselines as they are fed; `inner` (the classifier)
+    is asked first, and the novel lines are used only when it leaves the cause unknown.
     """
 
-    def __init__(self, baseline: Baseline, inner=None) -> None:
+    reading = Reading(every_line=True)  # a line new to the baselines can be any line
+
+    def __init__(self, baseline: Baseline, inner: Fallback | None = None) -> None:
         self.baseline = baseline
         self.inner = inner
 
-    def attach(self, pipeline: Pipeline) -> None:
-        pipeline.observers.append(RunObserver(pipeline, reference=self.baseline.miner, keep_all=False))
-        if self.inner is not None and hasattr(self.inner, "attach"):
-            self.inner.attach(pipeline)
+    def watch(self, timeline: Timeline) -> NoveltyWatch:
+        observer = RunObserver(timeline, reference=self.baseline.miner, keep_all=False)
+        inner = self.inner.watch(timeline) if self.inner is not None else None
+        return NoveltyWatch(observer, inner, len(self.baseline.sources))
 
-    def __call__(self, pipeline: Pipeline, diagnoses: list[Diagnosis], facts: dict) -> list[Diagnosis]:
+
+@dataclass
+class NoveltyWatch:
+    """One run under --baseline: the novelty observer beside the inner fallback's watcher."""
+
+    observer: RunObserver
+    inner: Watcher | None
+    n_baselines: int
+
+    def record(self, rec: Record, phase: str) -> None:
+        self.observer.record(rec, phase)
         if self.inner is not None:
-            diagnoses = self.inner(pipeline, diagnoses, facts)
-            if diagnoses and diagnoses[0].cause != "unknown":
+            self.inner.record(rec, phase)
+
+    def event(self, event: Event) -> None:
+        if self.inner is not None:
+            self.inner.event(event)
+
+    def revise(self, diagnoses: list[Diagnosis], facts: dict[str, Any]) -> list[Diagnosis]:
+        if self.inner is not None:
+            diagnoses = self.inner.revise(diagnoses, facts)
+            if diagnoses and diagnoses[0].root and diagnoses[0].cause != "unknown":
                 return diagnoses
-        obs = next((o for o in pipeline.observers
-                    if isinstance(o, RunObserver) and o.reference is self.baseline.miner), None)
-        if obs is None:
-            return diagnoses  # not attached: the lines were not watched
-        return novelty_diagnoses(diagnoses, obs.new.items(), len(self.baseline.sources), pipeline.timeline.ready)
+        return novelty_diagnoses(diagnoses, self.observer.new.items(), self.n_baselines,
+                                 self.observer.timeline.ready)
 
 
 def novelty_diagnoses(diagnoses: list[Diagnosis], novel: list[Line], n_baselines: int, ready: bool) -> list[Diagnosis]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
 from logsense import fixes as fixes_mod
@@ -162,13 +162,17 @@ def error_lines(event: Event) -> list[Record]:
 
 
 class Ranker:
-    """Collects matches; `diagnoses()` merges them per cause and ranks roots above symptoms."""
+    """Collects matches; `diagnoses()` merges them per cause and ranks roots above symptoms.
+
+    Fatal signals (`role: fatal`) make no diagnosis of their own: with no root cause they are
+    the evidence of a failure whose cause is unknown.
+    """
 
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
         self.by_cause: dict[str, list[Match]] = defaultdict(list)
         self.symptoms: dict[str, list[Match]] = defaultdict(list)
-        self.unmatched_errors: deque[Event] = deque(maxlen=8)
+        self.fatal: list[Match] = []
         self.seen: Counter[tuple[str, str]] = Counter()
         self.ranks_seen: dict[str, set[str]] = {}
 
@@ -188,16 +192,37 @@ class Ranker:
             if keep or first:
                 self.by_cause[m.cause].append(m)
             return first
+        if m.role is Role.FATAL:
+            if keep:
+                self.fatal.append(m)
+            return False
         if keep:
             self.symptoms[m.rule_id].append(m)
         return False
 
+    @property
+    def failed(self) -> bool:
+        """A root cause, or a fatal signal the startup has not survived."""
+        return bool(self.by_cause) or bool(self.fatal)
+
+    def survived(self) -> None:
+        """The server became ready: the fatal-looking lines and symptoms before it were not fatal."""
+        self.fatal.clear()
+        self.symptoms.clear()
+        for key in [k for k in self.seen if k[0] not in self.by_cause]:
+            del self.seen[key]  # so that what fails after ready is kept again
+
     def clear(self) -> None:
         self.by_cause.clear()
         self.symptoms.clear()
-        self.unmatched_errors.clear()
+        self.fatal.clear()
         self.seen.clear()
         self.ranks_seen.clear()
+
+    def current(self, cause: str, facts: dict) -> Diagnosis | None:
+        """The diagnosis of one cause as the matches so far make it (None while its conditions fail)."""
+        ms = self.allowed(self.by_cause.get(cause, []), facts)
+        return self.diagnose_cause(ms, facts) if ms else None
 
     @staticmethod
     def _best(ms: list[Match]) -> Match:
@@ -241,6 +266,7 @@ class Ranker:
         return out
 
     def diagnoses(self, facts: dict) -> list[Diagnosis]:
+        """Root causes (strongest first), else an unknown failure from the fatal signals; then the symptoms."""
         groups = [g for g in (self.allowed(ms, facts) for ms in self.by_cause.values()) if g]
         groups.sort(key=lambda ms: self._order_matches(ms))
         claimed: set[tuple[str | None, int]] = set()
@@ -253,6 +279,7 @@ class Ranker:
             roots.append(self.diagnose_cause(ms, facts))
         symptoms = [self.diagnose_cause(g, facts) for g in (self.allowed(ms, facts) for ms in self.symptoms.values()) if g]
         symptoms.sort(key=lambda d: d.evidence[0].line if d.evidence else 0)
+        explains = tuple(d.rule for d in symptoms if d.rule)
         if roots:
             top = roots[0]
             if len(roots) > 1:
@@ -262,32 +289,41 @@ class Ranker:
                 if rp == tp:
                     # two causes of equal standing: say so in how sure we are
                     top = replace(top, confidence=round(top.confidence * 0.8, 3))
-            explains = tuple(d.rule for d in symptoms if d.rule)
             roots[0] = replace(top, explains=explains)
             return roots + symptoms
-        failure_signs = symptoms or self.unmatched_errors
-        if not failure_signs:
-            return []
-        ev: list[Evidence] = []
-        for d in symptoms:
-            ev.extend(d.evidence[:2])
-        for e in list(self.unmatched_errors)[-3:]:
-            ev.extend(Evidence(r.line, r.message.strip()[:500]) for r in error_lines(e))
-        ev = sorted({e.line: e for e in ev}.values(), key=lambda e: e.line)[-MAX_EVIDENCE:]
-        unknown = Diagnosis(
+        if not self.fatal:
+            return symptoms
+        return [self._unknown(facts, explains)] + symptoms
+
+    def _unknown(self, facts: dict, explains: tuple[str, ...]) -> Diagnosis:
+        """A failure no root rule names: what kind it is, its fatal line and the exception chain ending in it."""
+        best = self._best(self.fatal)
+        rule = self.rules.get(best.rule_id)
+        spec = rule.spec if rule else None
+        kind_text = _fill_text(spec.explanation if spec else "", facts, best.captures).rstrip(".")
+        ev = list(best.evidence)
+        for m in sorted(self.fatal, key=lambda m: m.event.first_line):
+            if m is not best and m.evidence:
+                ev.append(m.evidence[-1])
+        ev = sorted({e.line: e for e in ev}.values(), key=lambda e: e.line)[:MAX_EVIDENCE]
+        ranks = sorted({m.event.rank for m in self.fatal if m.event.rank})
+        return Diagnosis(
             cause="unknown",
             rule=None,
             root=True,
             origin=Origin.RULE,
             confidence=UNKNOWN_CONFIDENCE,
-            title=cause_title("unknown"),
-            explanation="The startup failed, but no rule recognises why; the lines below are the last errors.",
-            phase=(symptoms[0].phase if symptoms else self.unmatched_errors[-1].phase),  # deque: last is newest
+            title=_fill_text(spec.title, facts, best.captures) if spec and spec.title else cause_title("unknown"),
+            explanation=((kind_text + ". ") if kind_text else "")
+            + "No rule knows its cause; the lines below are the fatal line and the exception chain that ends in it.",
+            phase=best.event.phase,
             evidence=tuple(ev),
             fixes=(),
-            explains=tuple(d.rule for d in symptoms if d.rule),
+            ranks=tuple(ranks),
+            occurrences=len({(m.event.first_line, m.event.pid) for m in self.fatal}),
+            explains=explains,
+            kind=spec.kind if spec else None,
         )
-        return [unknown] + symptoms
 
     def _order_matches(self, ms: list[Match]):
         best = self._best(ms)

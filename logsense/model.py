@@ -10,6 +10,7 @@ from typing import Any
 class Role(str, Enum):
     ROOT = "root"
     SYMPTOM = "symptom"
+    FATAL = "fatal"  # a sign that the process failed, whatever the cause (rules/common/fatal.yaml)
 
 
 class Origin(str, Enum):
@@ -116,6 +117,7 @@ class Diagnosis:
     occurrences: int = 1
     explains: tuple[str, ...] = ()  # symptom rule ids this root cause accounts for
     nearest: str | None = None  # classifier: the closest corpus incident
+    kind: str | None = None  # cause unknown: the kind of failure its fatal signal shows (exception, killed, ...)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -138,6 +140,8 @@ class Diagnosis:
             out["explains"] = list(self.explains)
         if self.nearest:
             out["nearest"] = self.nearest
+        if self.kind:
+            out["kind"] = self.kind
         return out
 
 

@@ -1,37 +1,81 @@
 """The whole analysis as a push-style object: feed records, get updates; finish() gives the report.
 
-No I/O here: analyze, tail, check and notebooks all drive the same Pipeline.
+No I/O here: analyze, tail, check and notebooks all drive the same Pipeline (built with its
+fallbacks by `logsense.analysis.analysis_pipeline`).
+
+The verdict is decided apart from the cause rules: a root rule, or a fatal signal (a rule
+with `role: fatal`, rules/common/fatal.yaml) the startup did not survive, means `failed`;
+otherwise the log reached ready (`ready`) or ends before it (`incomplete`). A failure that no
+root rule names is `unknown`, and a `Fallback` (the classifier, the --baseline novelty check)
+may then name it or add what it knows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from logsense.engine import Matcher, Ranker
 from logsense.facts import Facts
 from logsense.framing import Framer
-from logsense.model import Event, Record, Report, Status, Update, UpdateKind
+from logsense.model import Diagnosis, Event, Match, Record, Report, Status, Update, UpdateKind
 from logsense.normalize import Normalizer
 from logsense.rules import RuleSet
 from logsense.timeline import Timeline
 
+Literals = tuple[tuple[str, ...], tuple[str, ...]]  # (case-sensitive, case-blind)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a fallback must be fed: every line, or the block scanner's picks plus its literals and the last lines."""
+
+    every_line: bool = False
+    literals: Literals = ((), ())
+    tail: int = 0
+
+
+class Watcher(Protocol):
+    """A fallback's view of one run: it sees what is fed, then may revise the diagnoses at the end."""
+
+    def record(self, rec: Record, phase: str) -> None: ...
+
+    def event(self, event: Event) -> None: ...
+
+    def revise(self, diagnoses: list[Diagnosis], facts: dict[str, Any]) -> list[Diagnosis]: ...
+
+
+class Fallback(Protocol):
+    """What runs when no rule knows the cause (the classifier, the --baseline novelty check).
+
+    `watch` is called once per run, before anything is fed; `revise` on its watcher only for a
+    log whose verdict is `failed` with cause unknown, or that did not fail (then a root it
+    returns is dropped: a fallback names causes, it does not decide that a startup failed).
+    """
+
+    reading: Reading
+
+    def watch(self, timeline: Timeline) -> Watcher: ...
+
 
 class Pipeline:
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, fallback: Fallback | None = None,
+                 on_match: Callable[[Match], None] | None = None) -> None:
+        """`on_match` sees every rule match, also those the report leaves out (the example runner)."""
         self.rules = rules
         self.normalizer = Normalizer()
         self.framer = Framer()
         self.timeline = Timeline(rules.phases)
         self.facts = Facts()
         self.matcher = Matcher(rules)
+        self.timeline.problems = self.matcher.problems  # a phase marker that times out is reported as a rule's
         self.ranker = Ranker(rules)
         self.lines = 0
         self._restarts = 0
-        self.classifier = None  # set by callers that want a second opinion when no rule knows
-        self.digest = None  # the classifier's digest of the events (learn.features.Digest), fed when set
-        self.observers: list = []
-        # literals (case-sensitive, case-blind) a reader wants beyond the rules' (the classifier's)
-        self.extra_literals: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # called as observe(record, phase) for every record fed (diff, --baseline)
+        self.reading = fallback.reading if fallback is not None else Reading()
+        self.watcher: Watcher | None = fallback.watch(self.timeline) if fallback is not None else None
+        self.on_match = on_match
 
     def feed_line(self, line_no: int, raw: str) -> list[Update]:
         """Normalize one raw line and feed what it yields."""
@@ -53,15 +97,13 @@ class Pipeline:
         if entered:
             kind = UpdateKind.READY if self.timeline.ready and entered == "serving" else UpdateKind.PHASE
             if kind is UpdateKind.READY:
-                # errors and symptoms the startup survived were not fatal
-                self.ranker.unmatched_errors.clear()
-                self.ranker.symptoms.clear()
+                self.ranker.survived()  # fatal-looking lines and symptoms before ready were not fatal
             out.append(Update(kind, phase=entered, line=rec.line, time=rec.time))
         if progress:
             out.append(Update(UpdateKind.PROGRESS, phase=self.timeline.current, progress=progress, line=rec.line))
         self.facts.feed(rec)
-        for observe in self.observers:
-            observe(rec, self.timeline.current)
+        if self.watcher is not None:
+            self.watcher.record(rec, self.timeline.current)
         for event in self.framer.feed(rec, self.timeline.current):
             out.extend(self._event(event))
         return out
@@ -74,40 +116,43 @@ class Pipeline:
         return out
 
     def _event(self, event: Event) -> list[Update]:
-        if self.digest is not None:
-            self.digest.add(event)
-        matches = self.matcher.match(event)
+        if self.watcher is not None:
+            self.watcher.event(event)
         out = []
-        rooted = False
-        for m in matches:
-            rooted |= m.role.value == "root"
+        for m in self.matcher.match(event):
+            if self.on_match is not None:
+                self.on_match(m)
             if self.ranker.add(m):
-                facts = self.facts.snapshot()
-                ms = self.ranker.allowed(self.ranker.by_cause[m.cause], facts)
-                if not ms:
-                    continue
-                d = self.ranker.diagnose_cause(ms, facts)
-                out.append(Update(UpdateKind.DIAGNOSIS, phase=event.phase, diagnosis=d, line=m.event.first_line))
-        if event.kind == "traceback" and not rooted:
-            self.ranker.unmatched_errors.append(event)
+                d = self.ranker.current(m.cause, self.facts.snapshot())
+                if d is not None:
+                    out.append(Update(UpdateKind.DIAGNOSIS, phase=event.phase, diagnosis=d, line=m.event.first_line))
         return out
+
+    @property
+    def failed(self) -> bool:
+        """The verdict so far: a root cause or a fatal signal the startup has not survived."""
+        return self.ranker.failed
 
     def finish(self, source: str = "<input>") -> Report:
         self.flush()
         facts = self.facts.snapshot()
         diagnoses = self.ranker.diagnoses(facts)
-        if (not diagnoses or diagnoses[0].cause == "unknown") and self.classifier is not None:
-            diagnoses = self.classifier(self, diagnoses, facts)
-        if self.timeline.ready:
-            # a startup that became ready: only errors after ready count, and an unknown needs symptoms
-            diagnoses = [d for d in diagnoses if not (d.cause == "unknown" and not d.explains)]
+        failed = any(d.root for d in diagnoses)
+        if self.watcher is not None and (not failed or diagnoses[0].cause == "unknown"):
+            revised = self.watcher.revise(diagnoses, facts)
+            if any(d.root for d in revised) == failed:
+                diagnoses = revised
+            elif not failed:  # a fallback may name a failure, never decide that a startup failed
+                diagnoses = [d for d in revised if not d.root]
+        if failed:
+            status = Status.FAILED
+        else:
+            status = Status.READY if self.timeline.ready else Status.INCOMPLETE
         root = next((d for d in diagnoses if d.root), None)
-        status = Status.FAILED if root else (Status.READY if self.timeline.ready else Status.INCOMPLETE)
-        phase = root.phase if root else self.timeline.current
         return Report(
             source=source,
             status=status,
-            phase=phase,
+            phase=root.phase if root else self.timeline.current,
             phases=self.timeline.phases(),
             diagnoses=tuple(diagnoses),
             facts=facts,
@@ -124,3 +169,4 @@ def run(lines: Iterable[str | tuple[int, str]], rules: RuleSet, source: str = "<
         else:
             p.feed_line(i, item.rstrip("\n"))
     return p.finish(source)
+

@@ -98,8 +98,8 @@ def _backend(cs: list[bytes], ci: list[bytes]):
 
 def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
     """Every literal some stage needs, or None when a pattern has none (then every line is needed)."""
-    cs: set[str] = set(FRAMING_LITERALS) | set(p.extra_literals[0])
-    ci: set[str] = set(p.extra_literals[1])
+    cs: set[str] = set(FRAMING_LITERALS) | set(p.reading.literals[0])
+    ci: set[str] = set(p.reading.literals[1])
     for index in (p.matcher.index, p.timeline.index, p.facts.index):
         if index.always:
             return None

@@ -393,12 +393,13 @@ def test_baseline_files(baselines):
 
 
 def test_baseline_novel_lines_when_no_rule_knows(pair, baselines):
-    from logsense.commands.analyze import analyze_path
-    from logsense.commands.diff import baseline_classifier
+    from logsense.analysis import read_into
+    from logsense.diff import Baseline
+    from logsense.pipeline import Pipeline
 
     no_rules = rules_from_options(None, None, no_rules=True)
-    hook = baseline_classifier(str(baselines), None)
-    report, _ = analyze_path(str(pair[1]), no_rules, hook)
+    hook = Baseline.from_dir(str(baselines)).fallback(None)
+    report, _ = read_into(Pipeline(no_rules, hook), str(pair[1]))
     d = report.diagnoses[0]
     assert d.cause == "unknown" and d.root
     assert "lines never seen in the healthy baselines (2 logs)" in d.explanation
@@ -407,31 +408,33 @@ def test_baseline_novel_lines_when_no_rule_knows(pair, baselines):
     assert texts[1].startswith("ImportError: Vendored FlashAttention CUTE is not available")
     assert all("Load weight" not in t for t in texts)
     # the same log through a hook-less analyze: a bare unknown
-    bare, _ = analyze_path(str(pair[1]), no_rules, None)
+    bare, _ = read_into(Pipeline(no_rules, None), str(pair[1]))
     assert "never seen" not in bare.diagnoses[0].explanation
 
 
 def test_baseline_leaves_known_causes_and_healthy_logs_alone(pair, baselines, rules):
-    from logsense.commands.analyze import analyze_path
-    from logsense.commands.diff import baseline_classifier
+    from logsense.analysis import read_into
+    from logsense.diff import Baseline
+    from logsense.pipeline import Pipeline
 
-    hook = baseline_classifier(str(baselines), None)
-    with_rules, _ = analyze_path(str(pair[1]), rules, hook)
-    plain, _ = analyze_path(str(pair[1]), rules, None)
+    hook = Baseline.from_dir(str(baselines)).fallback(None)
+    with_rules, _ = read_into(Pipeline(rules, hook), str(pair[1]))
+    plain, _ = read_into(Pipeline(rules, None), str(pair[1]))
     assert with_rules.diagnoses[0].cause == plain.diagnoses[0].cause != "unknown"
-    healthy, _ = analyze_path(str(pair[0]), rules, hook)
+    healthy, _ = read_into(Pipeline(rules, hook), str(pair[0]))
     assert healthy.root is None and healthy.status.value == "ready"
 
 
 def test_baseline_note_on_an_incomplete_log(tmp_path, baselines, rules):
-    from logsense.commands.analyze import analyze_path
-    from logsense.commands.diff import baseline_classifier
+    from logsense.analysis import read_into
+    from logsense.diff import Baseline
+    from logsense.pipeline import Pipeline
 
     text = startup().split("Load weight end.")[0].rsplit("\n", 1)[0] + "\n"
     text += "Mar 03 10:30:00 gpu-node-07 python3[48213]: [2026-03-03 10:30:00 TP0] NCCL WARN peer 3 is slow\n"
     log = tmp_path / "hang.log"
     log.write_text(text, encoding="utf-8")
-    report, _ = analyze_path(str(log), rules, baseline_classifier(str(baselines), None))
+    report, _ = read_into(Pipeline(rules, Baseline.from_dir(str(baselines)).fallback(None)), str(log))
     assert report.root is None and report.status.value == "incomplete"
     (note,) = report.diagnoses
     assert not note.root and "never seen in the healthy baselines" in note.title
@@ -439,11 +442,11 @@ def test_baseline_note_on_an_incomplete_log(tmp_path, baselines, rules):
 
 
 def test_baseline_dir_missing():
-    from logsense.commands.diff import baseline_classifier
+    from logsense.diff import Baseline
     from logsense.errors import SourceError
 
     with pytest.raises(SourceError):
-        baseline_classifier("/nonexistent/healthy", None)
+        Baseline.from_dir("/nonexistent/healthy").fallback(None)
 
 
 def test_corpus_pair_when_present(rules):

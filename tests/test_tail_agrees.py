@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from logsense.commands.analyze import analyze_path
+from logsense.analysis import read_into
 from logsense.commands.common import rules_from_options
 from logsense.commands.tail import WallClock, analysis_factory
 from logsense.learn.hook import default_classifier
+from logsense.pipeline import Pipeline
 from logsense.session import Session
 from logsense.sources.stream import FileSource
 
@@ -52,7 +53,7 @@ def test_the_corpus_is_there():
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(ROOT / "corpora")))
 def test_tail_and_analyze_agree(path, rules):
-    analyzed, _ = analyze_path(str(path), rules, default_classifier())
+    analyzed, _ = read_into(Pipeline(rules, default_classifier()), str(path))
     assert verdict(tail_report(path, rules)) == verdict(analyzed)
 
 

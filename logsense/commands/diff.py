@@ -30,14 +30,3 @@ def main(good: str, bad: str, fmt: str = "text", rules: list[str] | None = None,
         diff_text.render(result, console())
     sys.stdout.flush()
     return int(ExitCode.FAILURE if result.matters else ExitCode.OK)
-
-
-def baseline_classifier(baseline_dir: str, inner=None):
-    """The `analyze --baseline DIR` hook: when no rule knows the cause, the lines new to the healthy logs in DIR.
-
-    DIR is mined once, when the hook is made (nothing is cached on disk); logs in it whose
-    label file names a cause other than `healthy` are left out.
-    """
-    from logsense.diff import Baseline
-
-    return Baseline.from_dir(baseline_dir).classifier(inner)

@@ -69,7 +69,8 @@ def render_brief(console: Console, d: Diagnosis, label: str) -> None:
 def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
     head = Text()
     if d.root and d.cause == "unknown":
-        head.append("✗ failed, cause unknown", style="bold red")
+        head.append("✗ " + clean(d.title if d.title.startswith("failed") else "failed, cause unknown"),
+                    style="bold red")
     elif d.root:
         head.append("✗ " if principal else "• ", style="bold red" if principal else "red")
         head.append(clean(d.title), style="bold")
@@ -108,7 +109,8 @@ def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
                 ft.append(f"  — {clean(f.note)}", style="dim")
             console.print(ft)
     if d.nearest:
-        console.print(Text(f"  closest known incident: {clean(d.nearest)}", style="dim"))
+        label = "maybe like the known incident" if d.cause == "unknown" else "closest known incident"
+        console.print(Text(f"  {label}: {clean(d.nearest)}", style="dim"))
 
 
 def render(report: Report, console: Console, problems: list | None = None) -> None:
@@ -125,9 +127,10 @@ def render(report: Report, console: Console, problems: list | None = None) -> No
     symptoms = [d for d in report.diagnoses if not d.root]
     if not roots:
         if report.status.value == "ready":
-            console.print(Text("✓ the server became ready; no failure found", style="green"))
+            console.print(Text("✓ the server became ready and nothing fatal followed", style="green"))
         else:
-            console.print(Text("no failure found (the log ends before the server is ready)", style="yellow"))
+            console.print(Text("… the log ends before the server is ready, with nothing fatal in it: the startup "
+                               "may still be running, hung, or the excerpt is cut", style="yellow"))
     if roots:
         render_diagnosis(console, roots[0], principal=True)
     for d in roots[1:]:

@@ -28,6 +28,11 @@ def bundled_rules_dir() -> Path:
     return here / "_rules"
 
 
+def verdict_rules_dir() -> Path:
+    """The packs every analysis loads (the fatal signals), even with --only-rules."""
+    return bundled_rules_dir() / "common"
+
+
 @dataclass
 class RuleSet:
     rules: list[CompiledRule]
@@ -97,6 +102,10 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
     """Load the bundled packs (or only `only`), plus `extra` dirs/files; raise RuleErrors on any problem."""
     roots = [Path(p) for p in only] if only else [bundled_rules_dir()]
     roots += [Path(p) for p in extra or []]
+    verdict = verdict_rules_dir()
+    if only and verdict.is_dir() and not any(r.resolve() == verdict.resolve() or r.resolve() in verdict.resolve().parents
+                                             for r in roots if r.exists()):
+        roots.append(verdict)  # whatever the cause rules, the fatal signals decide the verdict
     errors: list[RuleError] = []
     rules: list[CompiledRule] = []
     seen: dict[str, str] = {}

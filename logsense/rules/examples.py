@@ -30,17 +30,10 @@ def all_matches(rs: RuleSet, lines: Iterable[tuple[int, str]], phase: str | None
     """Every rule match while `lines` are analyzed (not only those that end up in the report)."""
     from logsense.pipeline import Pipeline
 
-    p = Pipeline(rs)
+    found: list[Match] = []
+    p = Pipeline(rs, on_match=found.append)
     if phase:
         p.timeline.current = phase
-    found: list[Match] = []
-    add = p.ranker.add
-
-    def spy(m: Match) -> bool:
-        found.append(m)
-        return add(m)
-
-    p.ranker.add = spy  # type: ignore[method-assign]
     for n, text in lines:
         p.feed_line(n, text)
     report = p.finish()

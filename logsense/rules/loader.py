@@ -133,6 +133,7 @@ class _Checker:
                 known = ", ".join(table)
                 kl, kc = m.keys.get(key, (m.line, m.column))
                 self.err(Marked(None, kl, kc), f"unknown field (known: {known})", rule, prefix + key)
+    kind: str | None = None  # role fatal: the kind of failure (schema.FATAL_KINDS)
         for name, f in table.items():
             if name not in m.value:
                 if f.required:
@@ -290,6 +291,11 @@ def read_yaml(path: Path, display: str) -> Marked | None:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise RuleError(display, None, f"not UTF-8 text ({e.reason})") from None
+    role, kind = _text(f["role"]), _text(f["kind"])
+    if role == "fatal" and kind is None:
+        c.err(f["role"], "a fatal rule needs 'kind:' (the kind of failure it shows)", rid, "kind")
+    if kind is not None and role != "fatal":
+        c.err(f["kind"], "only a fatal rule has a 'kind:'", rid, "kind")
     except OSError as e:
         raise RuleError(display, None, f"cannot read: {e.strerror or e}") from None
     try:
@@ -334,3 +340,4 @@ def load_pack(path: Path, display: str | None = None) -> tuple[list[RuleSpec], l
         if spec is not None:
             out.append(spec)
     return out, c.errors
+        kind=kind,

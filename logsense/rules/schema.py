@@ -15,10 +15,16 @@ class Field:
     choices: tuple[str, ...] = ()
 
 
+# What a fatal signal says about a failure whose cause no rule knows (`kind:` of a fatal rule).
+FATAL_KINDS = ("exception", "process_exit", "killed", "out_of_memory", "abort", "crash", "timeout", "cuda_error",
+               "nccl_error", "engine_dead")
+
 RULE_FIELDS: dict[str, Field] = {
     "id": Field(str, True, help="unique rule id, [a-z0-9][a-z0-9-]*"),
     "cause": Field(str, True, help="a cause id from taxonomy.yaml"),
-    "role": Field(str, True, help="root (a cause) or symptom (a consequence)", choices=("root", "symptom")),
+    "role": Field(str, True, help="root (a cause), symptom (a consequence) or fatal (the process failed, cause "
+                  "unknown: rules/common/fatal.yaml)", choices=("root", "symptom", "fatal")),
+    "kind": Field(str, False, None, "role fatal only: the kind of failure it shows", choices=FATAL_KINDS),
     "priority": Field(int, False, 50, "0..100; decides between two root rules"),
     "confidence": Field((int, float), False, 0.8, "0..1: how sure a match makes us"),
     "title": Field(str, False, None, "one line; defaults to the cause's taxonomy title"),
