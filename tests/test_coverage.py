@@ -179,6 +179,9 @@ def test_bad_input_is_a_usage_error(tmp_path, rules):
     bad.write_text("startup_paths: {a: [x]}\ntriage: [{files: '*', message: '(', reason: r}]\n")
     with pytest.raises(UsageError, match=r"triage\[0\]\.message"):
         load_config(path=bad)
+    bad.write_text("startup_paths: {a: [x]}\ntriage: [{files: '*', reason: r, why: typo}]\n")
+    with pytest.raises(UsageError, match=r"triage\[0\]: needs files and reason"):
+        load_config(path=bad)
 
 
 def test_bundled_package_data_loads():

@@ -65,9 +65,11 @@ class Classifier:
         if key not in self._seen:
             from logsense.pipeline import run
 
-            root = run(lines, self.rules).root
+            report = run(lines, self.rules)
+            root = report.root
             if root is None:
-                self._seen[key] = (None, None, False)
+                # a verdict of failed without a root diagnosis is still a failure the log shows
+                self._seen[key] = (None, "unknown" if report.status.value == "failed" else None, True)
             else:
                 rule = self.rules.get(root.rule) if root.rule else None
                 generic = root.cause == "unknown" or (
@@ -87,7 +89,7 @@ class Classifier:
             if not is_generic:
                 return Verdict(site, area, Status.COVERED, rule, cause)
             generic = generic or (rule, cause)
-        triage = self.config.triaged(site.file, t.text)
+        triage = self.config.triaged(site.file, site.scope, t.text)
         if triage is not None:
             return Verdict(site, area, Status.TRIAGED, reason=triage.reason)
         if generic is not None:

@@ -11,19 +11,23 @@ import yaml
 
 from logsense.errors import UsageError
 
+_TRIAGE_KEYS = {"files", "scope", "message", "reason"}
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "coverage"
 
 
 @dataclass(frozen=True)
 class TriageEntry:
-    """Messages reviewed as not startup failures: files glob, message regex, and why."""
+    """Messages reviewed as not startup failures: where (files globs, scope regex), which text, and why."""
 
-    files: str
-    message: re.Pattern[str]
+    files: tuple[str, ...]
+    scope: re.Pattern[str] | None  # searched in Class.function; None: any
+    message: re.Pattern[str] | None  # searched in the template text; None: any
     reason: str
 
-    def matches(self, file: str, text: str) -> bool:
-        return fnmatch.fnmatchcase(file, self.files) and bool(self.message.search(text))
+    def matches(self, file: str, scope: str, text: str) -> bool:
+        return (any(fnmatch.fnmatchcase(file, g) for g in self.files)
+                and (self.scope is None or bool(self.scope.search(scope)))
+                and (self.message is None or bool(self.message.search(text))))
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,8 @@ class PackageConfig:
                 return name
         return None
 
-    def triaged(self, file: str, text: str) -> TriageEntry | None:
-        return next((t for t in self.triage if t.matches(file, text)), None)
+    def triaged(self, file: str, scope: str, text: str) -> TriageEntry | None:
+        return next((t for t in self.triage if t.matches(file, scope, text)), None)
 
 
 def available() -> list[str]:
@@ -78,12 +82,16 @@ def load_config(package: str | None = None, path: str | Path | None = None) -> P
         raise UsageError(f"{p}: exclude: must be a list of globs")
     triage = []
     for i, t in enumerate(doc.get("triage") or []):
-        if not isinstance(t, dict) or not {"files", "message", "reason"} <= t.keys():
-            raise UsageError(f"{p}: triage[{i}]: needs files, message and reason")
-        try:
-            rx = re.compile(str(t["message"]))
-        except re.error as e:
-            raise UsageError(f"{p}: triage[{i}].message: not a valid regular expression: {e}") from None
-        triage.append(TriageEntry(str(t["files"]), rx, str(t["reason"])))
+        if not isinstance(t, dict) or not {"files", "reason"} <= t.keys() or not t.keys() <= _TRIAGE_KEYS:
+            raise UsageError(f"{p}: triage[{i}]: needs files and reason, may have scope and message "
+                             f"(got {', '.join(map(str, t)) if isinstance(t, dict) else t!r})")
+        files = t["files"] if isinstance(t["files"], list) else [t["files"]]
+        regexes = {}
+        for key in ("scope", "message"):
+            try:
+                regexes[key] = re.compile(str(t[key])) if key in t else None
+            except re.error as e:
+                raise UsageError(f"{p}: triage[{i}].{key}: not a valid regular expression: {e}") from None
+        triage.append(TriageEntry(tuple(map(str, files)), regexes["scope"], regexes["message"], str(t["reason"])))
     return PackageConfig(str(doc.get("package") or p.stem), str(doc.get("log_prefix") or ""), areas,
                          tuple(exclude), tuple(triage), str(p))
