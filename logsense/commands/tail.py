@@ -43,16 +43,27 @@ class WallClock:
         return time.time()
 
 
-def analysis_factory(rules: RuleSet, classifier: bool = True) -> Callable[[], object]:
-    """A new analysis pipeline per startup, with the fallbacks `analyze` uses (the classifier)."""
+def analysis_factory(rules: RuleSet, classifier: bool = True, baseline: str | None = None) -> Callable[[], object]:
+    """A new analysis pipeline per startup, built as `analyze` builds it (rules, classifier, --baseline)."""
+    try:
+        from logsense.analysis import analysis_pipeline
+    except ImportError:  # an older core without the shared builder
+        return _pipeline_with_classifier(rules, classifier)
+
+    def new() -> object:
+        return analysis_pipeline(rules, classifier=classifier, baseline=baseline)
+
+    new()  # a broken model or baseline is an error now, before anything is shown
+    return new
+
+
+def _pipeline_with_classifier(rules: RuleSet, classifier: bool) -> Callable[[], object]:
     from logsense.learn.hook import default_classifier
     from logsense.pipeline import Pipeline
 
     clf = default_classifier() if classifier else None
 
     def new() -> Pipeline:
-        if clf is not None and hasattr(clf, "watch"):
-            return Pipeline(rules, fallback=clf)  # type: ignore[call-arg]
         p = Pipeline(rules)
         if clf is not None:
             p.classifier = clf
