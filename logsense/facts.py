@@ -57,6 +57,18 @@ _VLLM_FACTS = {"model": "model_path", "tensor_parallel_size": "tp_size", "pipeli
                "gpu_memory_utilization": "gpu_memory_utilization", "max_num_seqs": "max_num_seqs",
                "enforce_eager": "enforce_eager", "kv_cache_dtype": "kv_cache_dtype", "quantization": "quantization",
                "port": "port", "trust_remote_code": "trust_remote_code", "max_num_batched_tokens": "max_num_batched_tokens"}
+# Every name `Facts.snapshot` can give besides the `arg_*` ones: a fix template may name these
+# (a test checks the list against what the corpus yields).
+FACT_NAMES = frozenset(
+    {name for _, _, name in _SIMPLE} | set(_VLLM_FACTS.values())
+    | {"server", "server_version", "python_minor", "python_version", "gpu_count", "model_is_multimodal",
+       "model_path", "tp_size", "dp_size", "ep_size", "pp_size", "attention_backend", "mm_attention_backend", "port",
+       "context_length", "chunked_prefill_size", "cuda_graph_max_bs", "mem_fraction_static", "max_running_requests",
+       "quantization", "kv_cache_dtype", "skip_server_warmup", "disable_cuda_graph", "enable_torch_compile",
+       "enable_multimodal", "gpu_memory_utilization_higher", "max_num_seqs_lower", "mem_fraction_static_lower",
+       "mem_fraction_static_higher", "cuda_graph_max_bs_lower", "chunked_prefill_size_lower",
+       "max_running_requests_lower"}
+)
 _RANK_MARKERS = ("Load weight begin", "Init torch distributed begin", "Load weight end", "Memory pool end")
 _PY_LITERALS = ("include/python3", "/python3.", "cpython-3", "Python 3.")
 

@@ -70,6 +70,7 @@ class Pipeline:
         self.facts = Facts()
         self.matcher = Matcher(rules)
         self.timeline.problems = self.matcher.problems  # a phase marker that times out is reported as a rule's
+        self.timeline.problems = self.matcher.problems  # a phase marker that times out is reported as a rule's
         self.ranker = Ranker(rules)
         self.lines = 0
         self._restarts = 0

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from logsense.model import Phase, Record
 from logsense.prefilter import LiteralIndex
+from logsense.rules.compile import MATCH_TIMEOUT, Pattern
 from logsense.rules.phases import PhaseSpec
 from logsense.rules.schema import PHASES
 
@@ -52,6 +53,22 @@ class Timeline:
         self.first_time: str | None = None
         self.last_time: str | None = None
         self.progress: tuple[int, int] | None = None
+        self.disabled: set[tuple[str, int, int]] = set()
+        self.problems: list = []  # engine.RuleProblem: a marker that timed out, disabled for the run
+
+    def _search(self, key: tuple[str, int, int], p: Pattern, rec: Record):
+        if key in self.disabled:
+            return None
+        try:
+            return p.regex.search(rec.message, timeout=MATCH_TIMEOUT)
+        except TimeoutError:
+            from logsense.engine import RuleProblem
+
+            self.disabled.add(key)
+            self.problems.append(RuleProblem(f"phase {self.specs[key[1]].name}", rec.line,
+                                             f"{p.spec.field} took over {MATCH_TIMEOUT}s on one line (catastrophic "
+                                             "backtracking?); marker disabled for this run"))
+            return None
 
     def feed(self, rec: Record) -> tuple[str | None, tuple[int, int] | None]:
         """Returns (the phase entered on this line or None, progress (done, total) or None)."""
@@ -64,13 +81,14 @@ class Timeline:
             return None, None
         entered = None
         progress = None
-        for kind, si, pi in keys:
+        for key in keys:
+            kind, si, pi = key
             spec = self.specs[si]
             if kind == "m":
-                if spec.markers[pi].regex.search(rec.message) and self._enter(spec, rec):
+                if self._search(key, spec.markers[pi], rec) and self._enter(spec, rec):
                     entered = spec.name
             elif _ORDER.get(spec.name, 0) >= _ORDER.get(self.current, 0):  # not a phase already left
-                m = spec.progress[pi].regex.search(rec.message)
+                m = self._search(key, spec.progress[pi], rec)
                 if m and m.groupdict().get("done") and m.groupdict().get("total"):
                     progress = (int(m["done"]), int(m["total"]))
                     self.progress = progress

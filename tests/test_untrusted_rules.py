@@ -82,3 +82,87 @@ def test_a_crafted_pickle_model_is_refused_and_never_runs(tmp_path):
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "classifier model" in p.stderr
     assert not marker.exists()
+
+
+def _logsense(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logsense", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _alias_bomb(width: int = 10, depth: int = 8) -> str:
+    lines = ["a0: &a0 [" + ", ".join(["x"] * width) + "]"]
+    for i in range(1, depth + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\nrules: []\n"
+
+
+@pytest.mark.parametrize("text", [_alias_bomb(), "rules: &r [*r]\n", "rules: !custom []\n",
+                                  "rules:\n  - id: x\n    title: !!python/name:os.system\n"],
+                         ids=["alias-bomb", "recursive-alias", "custom-tag", "python-scalar-tag"])
+def test_hostile_yaml_in_a_pack_is_a_load_error(tmp_path, text):
+    d = tmp_path / "pack"
+    d.mkdir()
+    (d / "x.yaml").write_text(text)
+    p = _logsense("rules", "list", "--only-rules", str(d), timeout=30)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr
+    assert "x.yaml:1:" in p.stderr or "x.yaml:3:" in p.stderr
+
+
+def test_the_safe_yaml_loader_refuses_aliases_for_every_data_file(tmp_path):
+    from logsense.errors import RuleError
+    from logsense.rules.loader import load_yaml
+
+    f = tmp_path / "x.label.yaml"
+    f.write_text(_alias_bomb())
+    with pytest.raises(RuleError, match="aliases"):
+        load_yaml(f)
+    f.write_text("cause: cuda-oom\nfix: [a, b]\n")
+    assert load_yaml(f) == {"cause": "cuda-oom", "fix": ["a", "b"]}
+
+
+def test_a_catastrophic_phase_marker_times_out_and_is_reported(tmp_path):
+    d = tmp_path / "pack"
+    d.mkdir()
+    phases = (ROOT / "rules" / "phases.yaml").read_text()
+    assert "markers: []" in phases
+    (d / "phases.yaml").write_text(phases.replace("markers: []", "markers: ['(a+)+$']", 1))
+    (d / "ok.yaml").write_text(PACK.replace("boom (a|aa)+$", "boom b"))
+    log = tmp_path / "x.log"
+    log.write_text("a" * 5000 + "!\n" + "[2025-01-01 00:00:00] The server is fired up and ready to roll!\n")
+    p = subprocess.run([sys.executable, "-m", "logsense", "analyze", "-f", "json", "--only-rules", str(d), str(log)],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode in (0, 1), p.stderr
+    problems = json.loads(p.stdout)["rule_problems"]
+    assert problems[0]["rule"] == "phase import" and "disabled" in problems[0]["reason"]
+
+
+@pytest.mark.parametrize("value", ["lower {num} to {{num}}", "set --x {nmu}"], ids=["double-brace", "typo"])
+def test_a_fix_template_naming_no_capture_is_a_load_error(tmp_path, value):
+    d = tmp_path / "pack"
+    d.mkdir()
+    (d / "x.yaml").write_text(f"""\
+rules:
+  - id: numbered
+    cause: unknown
+    role: symptom
+    match:
+      any: ['boom (?P<num>\\d+)']
+    fixes:
+      - kind: flag
+        value: "{value}"
+    examples:
+      match: ['boom 7', 'boom 8']
+      no_match: ['boom', 'nothing']
+""")
+    p = _logsense("rules", "list", "--only-rules", str(d), timeout=30)
+    assert p.returncode == 2, p.stderr
+    assert "x.yaml:9:" in p.stderr and "fixes[0].value" in p.stderr
+    p = _logsense("check", "--rules", str(d), timeout=120)
+    assert p.returncode != 0 and "x.yaml:9:" in p.stdout + p.stderr
+
+
+def test_fact_names_cover_what_facts_give():
+    from logsense.facts import FACT_NAMES, Facts
+
+    assert {"mem_fraction_static_lower", "tp_size", "server", "cuda_version"} <= FACT_NAMES
+    assert set(Facts().snapshot()) <= FACT_NAMES

@@ -28,21 +28,50 @@ class Marked:
         self.keys = keys or {}  # for a mapping: where each key stands
 
 
-def _marked(node: yaml.Node) -> Marked:
-    line, col = node.start_mark.line + 1, node.start_mark.column + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Marked] = {}
-        keys: dict[str, tuple[int, int]] = {}
-        for k, v in node.value:
-            out[str(k.value)] = _marked(v)
-            keys[str(k.value)] = (k.start_mark.line + 1, k.start_mark.column + 1)
-        return Marked(out, line, col, keys)
-    if isinstance(node, yaml.SequenceNode):
-        return Marked([_marked(v) for v in node.value], line, col)
-    return Marked(_SCALARS.construct_object(node, deep=True), line, col)
-
-
+MAX_NODES = 200_000  # a YAML document bigger than this is not a rule pack (the bundled ones hold ~20k)
+_CORE_TAG = "tag:yaml.org,2002:"
 _SCALARS = yaml.SafeLoader("")  # resolves scalar nodes to Python values, as safe_load would
+
+
+class _Composer:
+    """Node graph -> Marked values, refusing what a data file has no use for: aliases, custom tags, bulk."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.seen: set[int] = set()
+
+    def refuse(self, node: yaml.Node, reason: str) -> RuleError:
+        return RuleError(self.display, node.start_mark.line + 1, reason, column=node.start_mark.column + 1)
+
+    def marked(self, node: yaml.Node, depth: int = 0) -> Marked:
+        # An alias composes to a node already seen: refusing it bounds the work by the file size
+        # (a few hundred bytes of nested aliases expand to gigabytes) and stops recursive ones.
+        if id(node) in self.seen:
+            raise self.refuse(node, "YAML anchors and aliases (&name / *name) are not allowed here; "
+                                    "this is where the anchored value starts")
+        self.seen.add(id(node))
+        if len(self.seen) > MAX_NODES or depth > 100:
+            raise self.refuse(node, f"the document is too big or too deep (over {MAX_NODES} values or 100 levels)")
+        if not node.tag.startswith(_CORE_TAG):
+            raise self.refuse(node, f"YAML tag {node.tag!r} is not allowed (plain YAML only)")
+        line, col = node.start_mark.line + 1, node.start_mark.column + 1
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Marked] = {}
+            keys: dict[str, tuple[int, int]] = {}
+            for k, v in node.value:
+                if not isinstance(k, yaml.ScalarNode):
+                    raise self.refuse(k, "a mapping key must be a plain value")
+                key = str(self.marked(k, depth + 1).value)
+                out[key] = self.marked(v, depth + 1)
+                keys[key] = (k.start_mark.line + 1, k.start_mark.column + 1)
+            return Marked(out, line, col, keys)
+        if isinstance(node, yaml.SequenceNode):
+            return Marked([self.marked(v, depth + 1) for v in node.value], line, col)
+        try:
+            value = _SCALARS.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
+            raise self.refuse(node, f"invalid value: {getattr(e, 'problem', None) or e}") from None
+        return Marked(value, line, col)
 
 
 def plain(m: Marked) -> Any:
@@ -104,6 +133,7 @@ class RuleSpec:
     line: int
     pack: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    kind: str | None = None  # role fatal: the kind of failure (schema.FATAL_KINDS)
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:
@@ -133,7 +163,6 @@ class _Checker:
                 known = ", ".join(table)
                 kl, kc = m.keys.get(key, (m.line, m.column))
                 self.err(Marked(None, kl, kc), f"unknown field (known: {known})", rule, prefix + key)
-    kind: str | None = None  # role fatal: the kind of failure (schema.FATAL_KINDS)
         for name, f in table.items():
             if name not in m.value:
                 if f.required:
@@ -172,7 +201,34 @@ def _patterns(c: _Checker, m: Marked | None, rule: str, name: str) -> tuple[Patt
     return tuple(out)
 
 
-def _fixes(c: _Checker, m: Any, rule: str) -> tuple[FixSpec, ...]:
+_GROUP = re.compile(r"\(\?P?<(\w+)>")
+_TEMPLATE_NAME = re.compile(r"\{(\w+)\}")
+
+
+def capture_names(patterns: tuple[PatternSpec, ...]) -> set[str]:
+    """The named groups of these patterns: what a fix template can fill from the matched line."""
+    return {name for p in patterns for name in _GROUP.findall(p.text)}
+
+
+def _check_template(c: _Checker, m: Any, rule: str, field: str, captures: set[str]) -> None:
+    """A {name} that nothing fills would drop the fix at run time, silently: it is a load error here."""
+    if not isinstance(m, Marked) or not isinstance(m.value, str):
+        return
+    from logsense.facts import FACT_NAMES
+
+    text = m.value
+    if "{{" in text or "}}" in text:
+        c.err(m, "write a name as {name}, not {{name}}", rule, field)
+        return
+    for name in _TEMPLATE_NAME.findall(text):
+        if name in captures or name in FACT_NAMES or name == "phase" or name.startswith("arg_"):
+            continue
+        known = ", ".join(sorted(captures)) or "none"
+        c.err(m, f"{{{name}}} is neither a capture of this rule's patterns (captures: {known}) nor a fact "
+                 "(see logsense/facts.py FACT_NAMES, or arg_<server flag>)", rule, field)
+
+
+def _fixes(c: _Checker, m: Any, rule: str, captures: set[str]) -> tuple[FixSpec, ...]:
     if not isinstance(m, Marked):
         return ()
     out = []
@@ -180,6 +236,8 @@ def _fixes(c: _Checker, m: Any, rule: str) -> tuple[FixSpec, ...]:
         f = c.fields(fm, FIX_FIELDS, rule, f"fixes[{i}].")
         if f is None or not isinstance(_text(f["value"]), str):
             continue
+        for key in ("value", "note", "fallback"):
+            _check_template(c, f[key], rule, f"fixes[{i}].{key}", captures)
         when: dict[str, tuple[Any, ...]] = {}
         cond = f.get("if")
         if isinstance(cond, Marked) and isinstance(cond.value, dict):
@@ -233,6 +291,11 @@ def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
     conf = _text(f["confidence"])
     if isinstance(conf, (int, float)) and not 0 <= conf <= 1:
         c.err(f["confidence"], "must be between 0 and 1", rid, "confidence")
+    role, kind = _text(f["role"]), _text(f["kind"])
+    if role == "fatal" and kind is None:
+        c.err(f["role"], "a fatal rule needs 'kind:' (the kind of failure it shows)", rid, "kind")
+    if kind is not None and role != "fatal":
+        c.err(f["kind"], "only a fatal rule has a 'kind:'", rid, "kind")
     match = f["match"]
     pats_any = pats_all = pats_not = ()
     within = 0
@@ -257,7 +320,7 @@ def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
     if isinstance(wf, Marked) and isinstance(wf.value, dict):
         for k, v in plain(wf).items():
             when_facts[k] = tuple(v) if isinstance(v, list) else (v,)
-    fixes = _fixes(c, f["fixes"], rid)
+    fixes = _fixes(c, f["fixes"], rid, capture_names(pats_any + pats_all))
     examples = _examples(c, f["examples"], rid)
     if len(c.errors) > before:
         return None
@@ -282,6 +345,7 @@ def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
         path=c.path,
         line=m.line,
         pack=pack,
+        kind=kind,
     )
 
 
@@ -291,11 +355,6 @@ def read_yaml(path: Path, display: str) -> Marked | None:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise RuleError(display, None, f"not UTF-8 text ({e.reason})") from None
-    role, kind = _text(f["role"]), _text(f["kind"])
-    if role == "fatal" and kind is None:
-        c.err(f["role"], "a fatal rule needs 'kind:' (the kind of failure it shows)", rid, "kind")
-    if kind is not None and role != "fatal":
-        c.err(f["kind"], "only a fatal rule has a 'kind:'", rid, "kind")
     except OSError as e:
         raise RuleError(display, None, f"cannot read: {e.strerror or e}") from None
     try:
@@ -308,7 +367,16 @@ def read_yaml(path: Path, display: str) -> Marked | None:
                         column=mark.column + 1 if mark else None) from None
     except yaml.YAMLError as e:
         raise RuleError(display, None, f"invalid YAML: {e}") from None
-    return _marked(node) if node is not None else None
+    return _Composer(display).marked(node) if node is not None else None
+
+
+def load_yaml(path: Path, display: str | None = None) -> Any:
+    """Read a YAML data file (labels, packs, configs) as plain values: no aliases, no custom tags, bounded size.
+
+    Raises RuleError (file:line: reason) on anything else; an empty file is None.
+    """
+    doc = read_yaml(path, display or str(path))
+    return plain(doc) if doc is not None else None
 
 
 def load_pack(path: Path, display: str | None = None) -> tuple[list[RuleSpec], list[RuleError]]:
@@ -340,4 +408,3 @@ def load_pack(path: Path, display: str | None = None) -> tuple[list[RuleSpec], l
         if spec is not None:
             out.append(spec)
     return out, c.errors
-        kind=kind,
