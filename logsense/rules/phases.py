@@ -23,7 +23,10 @@ class PhaseSpec:
 
 
 def load_phases(path: Path, display: str) -> list[PhaseSpec]:
-    doc = read_yaml(path, display)
+    try:
+        doc = read_yaml(path, display)
+    except RuleError as e:
+        raise RuleErrors([e]) from None
     c = _Checker(display)
     if doc is None or not isinstance(doc.value, dict) or not isinstance(doc.value.get("phases"), Marked):
         raise RuleErrors([RuleError(display, doc.line if doc else None, "a phase file is a mapping with 'phases:'")])
