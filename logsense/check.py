@@ -17,7 +17,6 @@ What is checked:
 
 from __future__ import annotations
 
-import difflib
 import gzip
 import zlib
 from collections.abc import Iterable
@@ -25,22 +24,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from logsense.corpus import (
+    LABEL_SUFFIX,
+    LOG_SUFFIXES,
+    Label,
+    compare,
+    is_label,
+    label_for,
+    logs_for,
+)
 from logsense.errors import RuleError, RuleErrors, SourceError
-from logsense.model import Report, Role, Status
+from logsense.model import Report, Role
 from logsense.rules import RuleSet, bundled_rules_dir, load_rules, pack_files
 from logsense.rules.compile import CompiledRule
 from logsense.rules.examples import all_matches, example_lines
 from logsense.rules.schema import PHASES
 
-LABEL_SUFFIX = ".label.yaml"
-LOG_SUFFIXES = (".log", ".log.gz")
 PHASE_FILE = "phases.yaml"
-ORIGINS = ("recorded", "constructed")
-LABEL_FIELDS = ("cause", "fix_any", "phase", "check_phase", "outcome", "origin", "source", "source_url", "date",
-                "notes")
-# What the excerpt itself shows: `ready` (it reaches ready), `incomplete` (it stops before any
-# failure shows: a hang, or a paste cut before the error), or unset (only the cause is checked).
-OUTCOMES = ("ready", "incomplete")
 MIN_EXAMPLES = 2
 _READ_ERRORS = (EOFError, OSError, zlib.error, gzip.BadGzipFile)
 
@@ -65,16 +65,6 @@ class Incident:
 
     log: Path | None
     label: Path | None
-
-
-@dataclass
-class Label:
-    cause: str
-    fix_any: tuple[str, ...] = ()
-    phase: str | None = None
-    check_phase: bool = False  # compare `phase` too (an excerpt may lack the markers that place it)
-    outcome: str | None = None
-    lines: dict[str, int] = field(default_factory=dict)  # field -> line in the label file
 
 
 @dataclass
@@ -125,28 +115,17 @@ def display(path: Path | str) -> str:
 # ---------------------------------------------------------------- what the paths are
 
 
-def is_label(path: Path) -> bool:
-    return path.name.endswith(LABEL_SUFFIX)
+def read_label(path: Path) -> tuple[Label | None, list[Problem]]:
+    """Parse and validate a label file (see logsense.corpus); problems carry the line of the field at fault."""
+    from logsense.corpus import read_label as parse
+
+    shown = display(path)
+    label, problems = parse(path, shown)
+    return label, [Problem(shown, p.line, p.message, "unreadable" if p.unreadable else "label") for p in problems]
 
 
 def is_rule_yaml(path: Path) -> bool:
     return path.suffix in (".yaml", ".yml") and not is_label(path)
-
-
-def label_for(log: Path) -> Path:
-    """`X.log`, `X.log.gz` (or a bare `X`) -> `X.label.yaml`."""
-    name = log.name
-    for suffix in (".gz", ".log"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            name = name[: -len(suffix)]
-    return log.with_name(name + LABEL_SUFFIX)
-
-
-def logs_for(label: Path) -> list[Path]:
-    """The log files beside a label: `X.log`, `X.log.gz`, or a bare `X`."""
-    stem = label.name[: -len(LABEL_SUFFIX)]
-    candidates = [label.with_name(stem + s) for s in LOG_SUFFIXES] + [label.with_name(stem)]
-    return [p for p in candidates if p.is_file()]
 
 
 def _visible(path: Path, root: Path) -> bool:
@@ -394,138 +373,39 @@ def check_false_alarms(rs: RuleSet, rules: list[CompiledRule], healthy_logs: lis
 # ---------------------------------------------------------------- incidents
 
 
-def read_label(path: Path) -> tuple[Label | None, list[Problem]]:
-    """Parse and validate a label file; problems carry the line of the field at fault."""
-    from logsense.rules.loader import Marked, plain, read_yaml
-    from logsense.taxonomy import causes
+@dataclass(frozen=True)
+class Checked:
+    """One incident checked: what does not hold, its label (when valid) and analyze's report (when read)."""
 
-    shown = display(path)
-    try:
-        doc = read_yaml(path, shown)
-    except RuleError as e:
-        kind = "unreadable" if e.reason.startswith(("cannot read", "not UTF-8")) else "label"
-        return None, [Problem(shown, e.line, e.reason, kind)]
-    if doc is None or not isinstance(doc.value, dict):
-        return None, [Problem(shown, doc.line if doc else 1, "a label is a mapping with at least 'cause:'", "label")]
-    fields: dict[str, Marked] = doc.value
-    lines = {k: v.line for k, v in fields.items()}
-    problems: list[Problem] = []
-
-    def bad(key: str, message: str) -> None:
-        problems.append(Problem(shown, lines.get(key, doc.line), f"{key}: {message}", "label"))
-
-    for key in fields:
-        if key not in LABEL_FIELDS:
-            close = difflib.get_close_matches(key, LABEL_FIELDS, n=1, cutoff=0.7)
-            if close:
-                bad(key, f"unknown field (did you mean '{close[0]}'?)")
-    cause = plain(fields["cause"]) if "cause" in fields else None
-    if cause is None:
-        return None, problems + [Problem(shown, doc.line, "missing 'cause:' (a taxonomy id, or healthy)", "label")]
-    if not isinstance(cause, str) or cause not in causes():
-        bad("cause", f"unknown cause {cause!r}{close_causes(str(cause))}")
-    fix_any = plain(fields["fix_any"]) if "fix_any" in fields else []
-    if isinstance(fix_any, str) or not isinstance(fix_any, list) or not all(isinstance(t, str) for t in fix_any):
-        bad("fix_any", "must be a list of strings (a suggested fix must contain one of them)")
-        fix_any = []
-    phase = plain(fields["phase"]) if "phase" in fields else None
-    if phase is not None and phase not in PHASES:
-        bad("phase", f"unknown phase {phase!r} (phases: {', '.join(PHASES)})")
-        phase = None
-    origin = plain(fields["origin"]) if "origin" in fields else None
-    if origin is not None and origin not in ORIGINS:
-        bad("origin", f"must be one of: {', '.join(ORIGINS)}")
-    check_phase = plain(fields["check_phase"]) if "check_phase" in fields else False
-    if not isinstance(check_phase, bool):
-        bad("check_phase", "must be true or false")
-        check_phase = False
-    outcome = plain(fields["outcome"]) if "outcome" in fields else None
-    if outcome is not None and outcome not in OUTCOMES:
-        bad("outcome", f"must be one of: {', '.join(OUTCOMES)}")
-    if problems:
-        return None, problems
-    return Label(cause, tuple(fix_any), phase, check_phase, outcome, lines), []
+    problems: list[Problem]
+    label: Label | None = None
+    report: Report | None = None
 
 
-def close_causes(cause: str) -> str:
-    """' (close: a, b)' for an unknown cause id, else a pointer to the taxonomy."""
-    from logsense.taxonomy import causes
-
-    ids = list(causes())
-    close = difflib.get_close_matches(cause, ids, n=5, cutoff=0.5)
-    words = [w for w in cause.lower().replace("-", "_").split("_") if len(w) > 2]
-    close += [i for i in ids if any(w in i for w in words) and i not in close]
-    if close:
-        return f" (close: {', '.join(close[:8])})"
-    return " (see logsense/taxonomy.yaml for the ids)"
-
-
-def describe(report: Report) -> str:
-    """What analyze says, in one line: the principal cause, its rule, phase and line."""
-    root = report.root
-    if root is None:
-        return f"healthy (no root cause; status {report.status.value}, phase {report.phase or '-'})"
-    where = f"line {root.evidence[0].line}" if root.evidence else "no evidence line"
-    rule = f"rule {root.rule}" if root.rule else ("no rule matched" if root.origin.value == "rule" else root.origin.value)
-    return f"{root.cause} ({rule}, phase {root.phase or '-'}, {where})"
-
-
-def compare(label: Label, report: Report) -> list[tuple[int | None, str]]:
-    """How the report differs from the label: (log line, message) pairs; empty when it agrees."""
-    root = report.root
-    at = root.evidence[0].line if root is not None and root.evidence else None
-    if label.outcome == "incomplete":
-        # the excerpt stops before its failure shows: saying nothing is right, guessing is not
-        if root is not None:
-            return [(at, f"the excerpt ends before any failure shows, but analyze says {describe(report)}")]
-        return []
-    if label.cause == "healthy":
-        if root is not None:
-            return [(at, f"false alarm on a healthy startup: diagnosed {describe(report)}")]
-        if label.outcome == "ready" and report.status is not Status.READY:
-            return [(None, f"labelled healthy, but the startup never reached ready (status "
-                           f"{report.status.value}, last phase {report.phase or '-'})")]
-        return []
-    got = root.cause if root is not None else "healthy"
-    if got != label.cause:
-        return [(at, f"diagnosed {describe(report)}, labelled {label.cause}")]
-    out: list[tuple[int | None, str]] = []
-    if label.fix_any:
-        values = [f.value for f in root.fixes] if root is not None else []
-        if not any(t in v for t in label.fix_any for v in values):
-            shown = "; ".join(values) or "no fix"
-            out.append((at, f"no suggested fix contains any of {list(label.fix_any)} (fixes: {shown})"))
-    if label.phase and label.check_phase:
-        phase = root.phase if root is not None else report.phase
-        if phase != label.phase:
-            out.append((at, f"failed in phase {phase or '-'}, labelled phase {label.phase}"))
-    return out
-
-
-def check_incident(inc: Incident, rs: RuleSet) -> tuple[list[Problem], Label | None]:
-    """One incident: its label is valid and the log is still diagnosed as labelled."""
+def check_incident(inc: Incident, rs: RuleSet) -> Checked:
+    """One incident: its label is valid and the log is still diagnosed as labelled, by analyze's own decision."""
     from logsense.analysis import analyze_path
 
     if inc.log is None:
         assert inc.label is not None
         base = display(inc.label)[: -len(LABEL_SUFFIX)]
-        return [Problem(display(inc.label), 1, f"no log beside the label (expected {base}.log or {base}.log.gz)",
-                        "incident")], None
+        return Checked([Problem(display(inc.label), 1, f"no log beside the label (expected {base}.log or "
+                                f"{base}.log.gz)", "incident")])
     shown = display(inc.log)
     if inc.label is None:
-        return [Problem(shown, 1, f"no label: run `logsense label {shown} --cause X`", "incident")], None
+        return Checked([Problem(shown, 1, f"no label: run `logsense label {shown} --cause X`", "incident")])
     label, problems = read_label(inc.label)
     if label is None:
-        return problems, None
+        return Checked(problems)
     try:
         report, slow = analyze_path(str(inc.log), rs)
     except SourceError as e:
-        return [Problem(shown, None, str(e).removeprefix(f"{inc.log}: "), "unreadable")], label
+        return Checked([Problem(shown, None, str(e).removeprefix(f"{inc.log}: "), "unreadable")], label)
     except _READ_ERRORS as e:  # a corrupt gzip stream can fail before the reader's own checks
-        return [Problem(shown, None, f"cannot read: {e}", "unreadable")], label
+        return Checked([Problem(shown, None, f"cannot read: {e}", "unreadable")], label)
     problems = [Problem(shown, rp.line, f"rule '{rp.rule}': {rp.reason}", "rule", rp.rule) for rp in slow]
     problems += [Problem(shown, line, f"{msg} ({display(inc.label)})", "incident") for line, msg in compare(label, report)]
-    return problems, label
+    return Checked(problems, label, report)
 
 
 # ---------------------------------------------------------------- all of it
@@ -544,8 +424,9 @@ def check(
     problems += load_problems
     healthy: list[Path] = []
     for inc in pl.incidents:
-        found, label = check_incident(inc, rs)
-        problems += found
+        checked = check_incident(inc, rs)
+        problems += checked.problems
+        label = checked.label
         if label is not None and label.cause == "healthy" and inc.log is not None:
             healthy.append(inc.log)
     checked = _rules_in(rs, pl.rule_files)

@@ -500,22 +500,14 @@ def baseline_files(path: str) -> list[Path]:
 
 
 def _labelled_healthy(log: Path) -> bool:
-    name = log.name
-    for suffix in (".log.gz", ".log", ".gz", ""):
-        if suffix and name.endswith(suffix):
-            label = log.with_name(name[: -len(suffix)] + ".label.yaml")
-            break
-    else:
-        label = log.with_name(name + ".label.yaml")
+    """A log with no label, or labelled healthy; an invalid label is no proof of health, so it is left out."""
+    from logsense.corpus import HEALTHY, label_for, read_label
+
+    label = label_for(log)
     if not label.is_file():
         return True
-    try:
-        import yaml
-
-        data = yaml.safe_load(label.read_text(encoding="utf-8")) or {}
-    except (OSError, ValueError, yaml.YAMLError):
-        return True
-    return not isinstance(data, dict) or data.get("cause", "healthy") == "healthy"
+    parsed, _ = read_label(label)
+    return parsed is not None and parsed.cause == HEALTHY
 
 
 class Baseline:

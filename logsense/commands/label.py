@@ -31,7 +31,7 @@ def label_text(cause: str, fix_tokens: list[str], phase: str | None, source: str
 
 
 def _validate(cause: str, phase: str | None, origin: str) -> None:
-    from logsense.check import ORIGINS, close_causes
+    from logsense.corpus import ORIGINS, close_causes
     from logsense.rules.schema import PHASES
     from logsense.taxonomy import causes
 
@@ -67,8 +67,9 @@ def main(
     origin: str = "recorded",
     force: bool = False,
 ) -> int:
-    from logsense.check import Label, compare, describe, display, is_label, label_for
-    from logsense.commands.analyze import analyze_path
+    from logsense.analysis import analyze_path
+    from logsense.check import display
+    from logsense.corpus import Label, compare, describe, is_label, label_for
 
     log = Path(incident)
     if is_label(log):

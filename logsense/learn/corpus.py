@@ -15,12 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from logsense.errors import UsageError
 from logsense.learn.features import FEATURE_VERSION, Doc, doc_of_file
-
-LABEL_SUFFIX = ".label.yaml"
 
 
 @dataclass(frozen=True)
@@ -39,34 +35,28 @@ class Incident:
 
 
 def find(dirs: Iterable[str | Path]) -> list[Incident]:
-    """Every labelled log under the given dirs (or label files), sorted by name."""
+    """Every labelled log under the given dirs (or label files), sorted by name; an invalid label is an error."""
+    from logsense.corpus import label_paths, logs_for, read_label
+
     out: list[Incident] = []
     for d in dirs:
         root = Path(d)
         if not root.exists():
             raise UsageError(f"{d}: no such corpus dir")
-        labels = [root] if root.is_file() else sorted(root.rglob("*" + LABEL_SUFFIX))
         base = root.parent if root.is_file() else root
-        for lp in labels:
-            log = _log_beside(lp)
-            if log is None:
+        for lp in label_paths(root):
+            logs = logs_for(lp)
+            if not logs:
                 continue
-            data = yaml.safe_load(lp.read_text(encoding="utf-8")) or {}
-            if not isinstance(data, dict) or not data.get("cause"):
-                continue
+            label, problems = read_label(lp)
+            if label is None:
+                p = problems[0]
+                raise UsageError(f"{lp}:{p.line or 1}: {p.message} (`logsense check {lp}` lists every problem)")
+            log = logs[0]
             name = (Path(base.name) / log.relative_to(base)).as_posix()
-            out.append(Incident(log, lp, name, str(data["cause"]), str(data.get("origin") or "recorded"),
-                                group_of(data, name), data))
+            out.append(Incident(log, lp, name, label.cause, label.origin, group_of(label.fields, name), label.fields))
     out.sort(key=lambda i: i.name)
     return out
-
-
-def _log_beside(label: Path) -> Path | None:
-    stem = label.name[: -len(LABEL_SUFFIX)]
-    for cand in (label.with_name(stem + ".log"), label.with_name(stem + ".log.gz"), label.with_name(stem)):
-        if cand.is_file() and cand != label:
-            return cand
-    return None
 
 
 _ISSUE = re.compile(r"^(https?://[^#?]+?)(?:/files|/commits?/\w+)?/?(?:[#?].*)?$")

@@ -85,9 +85,9 @@ def _rules():
 def _classifier():
     global _CLASSIFIER
     if _CLASSIFIER is False:
-        from logsense.learn.hook import default_classifier
+        from logsense.analysis import fallback_for
 
-        _CLASSIFIER = default_classifier()
+        _CLASSIFIER = fallback_for()
     return _CLASSIFIER
 
 
@@ -104,11 +104,8 @@ def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, clas
     from logsense.pipeline import Pipeline
     from logsense.timeline import seconds_between
 
-    p = Pipeline(rules if rules is not None else _rules())
-    p.classifier = _classifier() if classifier is False else classifier
-    attach = getattr(p.classifier, "attach", None)
-    if attach is not None:
-        attach(p)  # every line is fed here: the model reads the events as they pass
+    # every line is fed here: the fallback watches the events as they pass
+    p = Pipeline(rules if rules is not None else _rules(), _classifier() if classifier is False else classifier)
     recent: deque[tuple[int, str]] = deque(maxlen=4096)  # (line, time) of the latest timestamped records
     first_time: str | None = None
     failed_at: dict[str, str | None] = {}
