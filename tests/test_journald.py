@@ -143,6 +143,11 @@ def journals(tmp_path_factory):
     j["stopped"] = str(d / "stopped.journal")
     write_journal(d / "gone.journal", unit_entries(startup() + ready_tail(), stopped=T0 + 200))
     j["gone"] = str(d / "gone.journal")  # it was ready, and has stopped since
+    halted = unit_entries(startup())
+    halted.append(entry(f"Stopping {SERVICE} - SGLang K2.6 DDTree...", T0 + 110, systemd=True, invocation="a" * 32))
+    halted.append(entry(f"Stopped {SERVICE} - SGLang K2.6 DDTree.", T0 + 111, systemd=True, invocation="a" * 32))
+    write_journal(d / "halted.journal", halted)
+    j["halted"] = str(d / "halted.journal")
     # two boots: the old one failed at import; the latest became ready
     boots = unit_entries([(earlier + 5, sglang(earlier + 5, FA_IMPORT))], started=earlier, invocation="c" * 32)
     boots = [b.replace(BOOT.encode(), BOOT_OLD.encode()) for b in boots]
@@ -206,9 +211,12 @@ def test_until_ready_exit_codes(journals, capsys, monkeypatch, backend):
     code, ev = run(capsys, monkeypatch, backend, pack, files=[journals["oom"]], until_ready=True, follow=True)
     assert code == 1 and diagnoses(ev) == ["cuda_oom_cuda_graph"]
     code, ev = run(capsys, monkeypatch, backend, pack, files=[journals["stopped"]], until_ready=True, follow=True)
-    assert code == 1 and ev[-1]["reason"] == "stopped"  # no rule knows why, but the unit is gone
+    # no rule knows why, but the main process exited with status 1: a failure, cause unknown
+    assert code == 1 and ev[-1]["reason"] == "failed" and ev[-1]["cause"] == "unknown"
     code, ev = run(capsys, monkeypatch, backend, pack, files=[journals["gone"]], until_ready=True, follow=True)
-    assert code == 1 and ev[-1]["reason"] == "stopped"  # ready once is not ready now
+    assert code == 1 and ev[-1]["reason"] == "failed"  # ready once is not ready now
+    code, ev = run(capsys, monkeypatch, backend, pack, files=[journals["halted"]], until_ready=True, follow=True)
+    assert code == 1 and ev[-1]["reason"] == "stopped" and ev[-1]["cause"] is None  # the operator stopped it
     code, ev = run(capsys, monkeypatch, backend, pack, files=[journals["slow"]], until_ready=True, follow=True,
                    timeout="0.7s")
     assert code == 3

@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from logsense.analysis import read_into
+from logsense.analysis import analyze_path
 from logsense.commands.common import rules_from_options
 from logsense.commands.tail import WallClock, analysis_factory
-from logsense.learn.hook import default_classifier
-from logsense.pipeline import Pipeline
 from logsense.session import Session
 from logsense.sources.stream import FileSource
 
@@ -53,7 +51,7 @@ def test_the_corpus_is_there():
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(ROOT / "corpora")))
 def test_tail_and_analyze_agree(path, rules):
-    analyzed, _ = read_into(Pipeline(rules, default_classifier()), str(path))
+    analyzed, _ = analyze_path(str(path), rules)
     assert verdict(tail_report(path, rules)) == verdict(analyzed)
 
 

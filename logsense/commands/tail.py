@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable
 
 from logsense import resume as resume_state
+from logsense.analysis import analysis_pipeline
 from logsense.commands.common import console, rules_from_options
 from logsense.errors import ExitCode, UsageError
+from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet
 from logsense.session import QUIET, Item, Note, Session
 from logsense.sources import journald
@@ -43,33 +45,13 @@ class WallClock:
         return time.time()
 
 
-def analysis_factory(rules: RuleSet, classifier: bool = True, baseline: str | None = None) -> Callable[[], object]:
+def analysis_factory(rules: RuleSet, classifier: bool = True, baseline: str | None = None) -> Callable[[], Pipeline]:
     """A new analysis pipeline per startup, built as `analyze` builds it (rules, classifier, --baseline)."""
-    try:
-        from logsense.analysis import analysis_pipeline
-    except ImportError:  # an older core without the shared builder
-        return _pipeline_with_classifier(rules, classifier)
 
-    def new() -> object:
+    def new() -> Pipeline:
         return analysis_pipeline(rules, classifier=classifier, baseline=baseline)
 
     new()  # a broken model or baseline is an error now, before anything is shown
-    return new
-
-
-def _pipeline_with_classifier(rules: RuleSet, classifier: bool) -> Callable[[], object]:
-    from logsense.learn.hook import default_classifier
-    from logsense.pipeline import Pipeline
-
-    clf = default_classifier() if classifier else None
-
-    def new() -> Pipeline:
-        p = Pipeline(rules)
-        if clf is not None:
-            p.classifier = clf
-            clf.attach(p)
-        return p
-
     return new
 
 
