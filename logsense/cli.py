@@ -18,6 +18,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every subcommand inherits -h
 )
 rules_app = typer.Typer(help="List, show, test and export the rule packs.", no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
@@ -187,6 +188,7 @@ def eval_(
     fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or markdown (the README's table).")] = "text",
 ) -> None:
     """Per-cause precision / recall and the confusion matrix, split by incident source."""
+    _check_format(fmt, ("text", "json", "markdown"))
     from logsense.commands import learn as cmd
 
     raise typer.Exit(cmd.evaluate(corpus, fmt))
@@ -200,6 +202,7 @@ def stats(
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: one per core).")] = 0,
 ) -> None:
     """One row per log (source, host, cause, phase, time to failure or ready, rule, fix) via pandas."""
+    _check_format(fmt, ("table", "csv", "json", "parquet"))
     from logsense.commands import stats as cmd
 
     raise typer.Exit(cmd.main(paths, fmt, output, jobs))
@@ -227,6 +230,7 @@ def diff(
 @rules_app.command("list")
 def rules_list(rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> None:
     """Every rule with its cause, role, priority and source."""
+    _check_format(fmt, ("text", "json"))
     from logsense.commands import rules as cmd
 
     raise typer.Exit(cmd.list_rules(rules, only_rules, fmt))
@@ -235,6 +239,7 @@ def rules_list(rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOp
 @rules_app.command("show")
 def rules_show(rule_id: str, rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> None:
     """What a rule matches, why, its fixes and its examples."""
+    _check_format(fmt, ("text", "json"))
     from logsense.commands import rules as cmd
 
     raise typer.Exit(cmd.show(rule_id, rules, only_rules, fmt))
@@ -301,42 +306,56 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 def main() -> None:
     """Entry point: one error boundary, so the operator sees a message and an exit code, never a traceback."""
+    _exit(run(sys.argv[1:]))
+
+
+def run(args: list[str]) -> int:
+    """Run the command line `args` and return its exit code; every error ends here, as a message.
+
+    The command runs inside this boundary, not inside Typer's: Typer would turn Ctrl-C into
+    exit 130 and a closed pipe into exit 1 before the boundary ever saw them.
+    """
     from logsense.errors import ExitCode, LogsenseError
 
-    code: int
     try:
-        result = app(standalone_mode=False)
-        code = result if isinstance(result, int) else 0
-    except SystemExit as e:  # typer.Exit ends up here in non-standalone mode only via sys.exit
-        code = e.code if isinstance(e.code, int) else 0
+        command = typer.main.get_command(app)
+        with command.make_context("logsense", list(args)) as ctx:
+            result = command.invoke(ctx)
+        return result if isinstance(result, int) else 0
     except typer.Exit as e:
-        code = e.exit_code
+        return e.exit_code
     except LogsenseError as e:
         _stderr(f"logsense: {e}")
-        code = int(e.exit_code)
+        return int(e.exit_code)
     except KeyboardInterrupt:
-        code = int(ExitCode.INTERRUPTED)
+        return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
-        code = 0
+        return 0  # the reader (`| head`) has all it wanted
+    except EOFError as e:
+        _stderr(f"logsense: the input ended before it should have ({e or 'EOF'})")
+        return int(ExitCode.BAD_INPUT)
     except Exception as e:  # noqa: BLE001 - the one place that turns a bug into a report, not a traceback
-        code = _crash(e)
-    _exit(code)
+        return _crash(e)
 
 
 def _click_errors(e: Exception) -> int | None:
-    # typer carries its own copy of click in newer releases: recognise its errors by shape
+    # typer carries its own copy of click: recognise its errors by shape
     names = {c.__name__ for c in type(e).__mro__}
+    if "Exit" in names and isinstance(getattr(e, "exit_code", None), int):
+        return e.exit_code  # type: ignore[attr-defined]
     if "Abort" in names:
         return 130
     if "ClickException" in names and hasattr(e, "show"):
         e.show()
-        return 2
+        return int(getattr(e, "exit_code", 2))
     return None
 
 
 def _stderr(msg: str) -> None:
+    from logsense.normalize import clean
+
     try:
-        sys.stderr.write(msg.rstrip("\n") + "\n")
+        sys.stderr.write(clean(msg.rstrip("\n")) + "\n")  # names and text from files: nothing a terminal obeys
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

@@ -15,7 +15,9 @@ from logsense.model import Record
 
 # CSI, OSC (title, hyperlinks), and other two-byte escapes; then every other C0 control but \t and \r.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
+# C0 but \t and \r, DEL, C1; bidi overrides and isolates (text that reads other than it is) and zero-width
+# characters (text that hides inside other text): none belongs in a log line or on a terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 _JOURNAL = re.compile(
     r"(?P<ts>"

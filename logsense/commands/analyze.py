@@ -24,18 +24,21 @@ def main(
     rs = rules_from_options(rules, only_rules, no_rules)
     code = ExitCode.OK
     out = console()
+    reports = []  # --format json with several inputs: one JSON array, in the order given
     for i, path in enumerate(paths):
         report, problems = analyze_path(path, rs, classifier=classifier, baseline=baseline, no_rules=no_rules)
         if fmt == "json":
             if len(paths) == 1:
                 print(report_json.dumps(report, problems))
             else:
-                print(json.dumps(report_json.report_dict(report, problems), ensure_ascii=False))
+                reports.append(report_json.report_dict(report, problems))
         else:
             if i:
                 out.print()
             report_text.render(report, out, problems)
         if report.failed:
             code = ExitCode.FAILURE
+    if reports:
+        print(json.dumps(reports, ensure_ascii=False, indent=2))
     sys.stdout.flush()
     return int(code)

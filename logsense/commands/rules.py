@@ -32,14 +32,19 @@ def list_rules(rules=None, only_rules=None, fmt: str = "text") -> int:
     return 0
 
 
-def show(rule_id: str, rules=None, only_rules=None, fmt: str = "text") -> int:
-    rs = rules_from_options(rules, only_rules)
+def _rule(rs, rule_id: str):
+    """The rule with this id, or a usage error that names it and the ids close to it."""
     r = rs.get(rule_id)
     if r is None:
         close = [x.id for x in rs.rules if rule_id.split("-")[0] in x.id][:5]
         hint = f" (did you mean: {', '.join(close)})" if close else " (see `logsense rules list`)"
         raise UsageError(f"no such rule: '{rule_id}'{hint}")
-    s = r.spec
+    return r
+
+
+def show(rule_id: str, rules=None, only_rules=None, fmt: str = "text") -> int:
+    rs = rules_from_options(rules, only_rules)
+    s = _rule(rs, rule_id).spec
     if fmt == "json":
         print(json.dumps({
             "id": s.id, "cause": s.cause, "role": s.role, "priority": s.priority, "confidence": s.confidence,
@@ -96,6 +101,8 @@ def show(rule_id: str, rules=None, only_rules=None, fmt: str = "text") -> int:
 
 def test(rules=None, only_rules=None, rule_id: str | None = None, verbose: bool = False) -> int:
     rs = rules_from_options(rules, only_rules)
+    if rule_id is not None:
+        _rule(rs, rule_id)
     results = run_examples(rs, rule_id) + ([] if rule_id else check_counts(rs) + check_phases(rs))
     bad = [r for r in results if not r.ok]
     out = console()

@@ -1,0 +1,123 @@
+"""The command line as scripts use it: exit codes, pipes, -h, --format, JSON that parses, rows never cut."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import HEALTHY
+
+LOGSENSE = [sys.executable, "-m", "logsense"]
+
+
+def run(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*LOGSENSE, *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+@pytest.fixture
+def healthy(tmp_path):
+    f = tmp_path / "healthy.log"
+    f.write_text(HEALTHY)
+    return f
+
+
+def test_a_closed_pipe_is_exit_0(healthy):
+    # `| head -1` closes the pipe while analyze still writes: the README promises exit 0
+    args = [str(healthy)] * 1500
+    writer = subprocess.Popen([*LOGSENSE, "analyze", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = writer.stdout.readline()
+    writer.stdout.close()
+    err = writer.stderr.read().decode()
+    assert writer.wait(timeout=120) == 0, err
+    assert b"ready" in first and err == ""
+
+
+def test_ctrl_c_is_130_and_quiet():
+    p = subprocess.Popen([*LOGSENSE, "analyze", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    time.sleep(2.0)  # let it start reading stdin
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert b"Traceback" not in err
+
+
+def test_eof_error_is_bad_input_not_interrupt(monkeypatch):
+    from logsense import cli
+    from logsense.commands import rules as rules_cmd
+
+    def boom(*a, **k):
+        raise EOFError("stdin closed")
+
+    monkeypatch.setattr(rules_cmd, "list_rules", boom)
+    assert cli.run(["rules", "list"]) == 2
+
+
+def test_a_logsense_error_reaches_the_boundary(tmp_path, capsys):
+    from logsense import cli
+
+    assert cli.run(["analyze", str(tmp_path / "missing.log")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+COMMANDS = [["analyze"], ["tail"], ["history"], ["check"], ["label"], ["train"], ["eval"], ["stats"], ["diff"],
+            ["rules"], ["rules", "list"], ["rules", "show"], ["rules", "test"], ["rules", "export"], ["rules", "lint"],
+            ["rules", "coverage"]]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
+def test_dash_h_everywhere(cmd):
+    from logsense import cli
+
+    assert cli.run([*cmd, "-h"]) == 0
+
+
+@pytest.mark.parametrize("cmd", [["rules", "list"], ["rules", "show", "x"], ["analyze", "x.log"], ["diff", "a", "b"],
+                                 ["stats", "x.log"], ["eval", "corpora"], ["history", "x.log"]], ids=" ".join)
+def test_format_is_validated(cmd, capsys):
+    from logsense import cli
+
+    assert cli.run([*cmd, "--format", "yaml"]) == 2
+    assert "--format 'yaml'" in capsys.readouterr().err
+
+
+def test_rules_test_of_an_unknown_rule_names_it():
+    p = run("rules", "test", "no-such-rule")
+    assert p.returncode == 2
+    assert "no-such-rule" in p.stderr and "0 passed" not in p.stdout
+
+
+def test_several_inputs_as_json_are_one_array(healthy, tmp_path):
+    bad = tmp_path / "bad.log"
+    bad.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nModuleNotFoundError: No module named 'w'\n")
+    p = run("analyze", "-f", "json", str(healthy), str(bad))
+    reports = json.loads(p.stdout)
+    assert [r["status"] for r in reports][0] == "ready" and len(reports) == 2
+    assert p.returncode == 1
+    one = json.loads(run("analyze", "-f", "json", str(healthy)).stdout)
+    assert isinstance(one, dict)
+
+
+def test_piped_rules_list_keeps_whole_ids_on_one_line():
+    p = run("rules", "list", env={**os.environ, "COLUMNS": "80"})
+    rows = [ln.split()[0] for ln in p.stdout.splitlines()[2:-1] if ln.strip()]
+    longest = max(rows, key=len)
+    assert len(longest) > 20
+    from logsense import load_rules
+
+    ids = {r.id for r in load_rules().rules}
+    assert set(rows) == ids
+    assert run("rules", "show", longest).returncode == 0
+
+
+def test_piped_text_is_not_wrapped(tmp_path):
+    long_name = tmp_path / ("x" * 150 + ".log")
+    long_name.write_text(HEALTHY)
+    p = run("analyze", str(long_name), env={**os.environ, "COLUMNS": "80"})
+    assert any(str(long_name) in ln for ln in p.stdout.splitlines())
