@@ -262,3 +262,18 @@ def test_f_means_follow_and_format_is_long_only(tmp_path):
     assert r.returncode == 2 and "--no-follow" in r.stderr
     r = run_tail("-h")
     assert r.returncode == 0 and "--until-ready" in r.stdout and "--probe" in r.stdout
+
+
+def test_line_numbers_are_the_files_and_the_verdict_is_said_once(tmp_path, capsys, pack):
+    p = tmp_path / "server.log"
+    earlier = startup(T0 - 900) + oom_tail(T0 - 900)
+    p.write_text(lines(earlier + startup() + oom_tail()))
+    code, ev = run(capsys, pack, target=str(p))
+    before = lines(earlier).count("\n")  # the traceback is several lines of the file
+    oom_line = before + len(startup()) + 1
+    d = next(e for e in ev if e["event"] == "diagnosis")
+    assert d["line"] == oom_line
+    assert [e["line"] for e in ev if e["event"] == "phase"][0] == before + 1
+    assert sum(e["event"] == "verdict" for e in ev) == 1
+    code, text = run(capsys, pack, target=str(p), fmt="text")
+    assert text.count("phases:") == 1 and text.count("✗ failed") == 1
