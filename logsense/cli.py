@@ -84,6 +84,10 @@ def tail(
     probe_tries: Annotated[int, typer.Option("--probe-tries", help="Probe at most this many times before exit 4.")] = 8,
     probe_every: Annotated[str, typer.Option("--probe-every", help="Time between two probes.")] = "15s",
     probe_any_host: Annotated[bool, typer.Option("--probe-any-host", help="Allow a --probe address that is not loopback.")] = False,
+    no_classifier: Annotated[bool, typer.Option("--no-classifier", help="Never consult the learned classifier.")] = False,
+    baseline: Annotated[
+        Optional[str], typer.Option("--baseline", help="Healthy logs (dir): show lines never seen in them when no rule knows.")
+    ] = None,
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say which journal reader is used, and file rotations.")] = False,
@@ -106,7 +110,7 @@ def tail(
                               from_start=from_start, follow=not no_follow, rules=rules, only_rules=only_rules,
                               verbose=verbose, unit=unit, probe=probe, probe_api=probe_api,
                               probe_timeout=probe_timeout, probe_tries=probe_tries, probe_every=probe_every,
-                              probe_any_host=probe_any_host))
+                              probe_any_host=probe_any_host, classifier=not no_classifier, baseline=baseline))
 
 
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})

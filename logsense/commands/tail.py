@@ -78,6 +78,8 @@ def main(
     probe_tries: int = 8,
     probe_every: str = "15s",
     probe_any_host: bool = False,
+    classifier: bool = True,
+    baseline: str | None = None,
 ) -> int:
     files = list(files or [])
     if unit and target and unit != target:
@@ -102,6 +104,7 @@ def main(
         check = probing.config(probe, probe_api, _span("--probe-timeout", probe_timeout), probe_tries,
                                _span("--probe-every", probe_every), probe_any_host)
     rs = rules_from_options(rules, only_rules)
+    new_pipeline = analysis_factory(rs, classifier, baseline)
     key = resume_state.key_for(kind, target, files, directory)
     state = resume_state.load(resume, key) if resume else None
     say = _Say(verbose)
@@ -116,7 +119,7 @@ def main(
                    state.start if replay and state is not None else None)
     view = _view(fmt)
     clock = WallClock()
-    session = Session(rs, analysis_factory(rs), clock, until_ready=until_ready, probe=check is not None,
+    session = Session(rs, new_pipeline, clock, until_ready=until_ready, probe=check is not None,
                       deadline=limit, utc_times=kind == "journal", source_name=source.description,
                       reported=state.reported if state is not None else None)
     session.silent = replay
