@@ -20,7 +20,7 @@ from logsense.learn.linear import LinearModel
 
 pytest.importorskip("sklearn")
 
-REBUILD = "logsense train corpora/ -o logsense/data/"
+REBUILD = "logsense train corpora/ -o logsense/data/ --readme README.md"
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +87,7 @@ def test_documents_come_from_the_pipeline_events(tmp_path):
 
 
 def test_replayed_document_equals_the_attached_digest(incidents, shipped):
-    """analyze reads a file again for the model; tail and stdin feed a digest as they go: same document."""
+    """analyze's block scanner and a pipeline fed every line (tail, stdin) give the model the same document."""
     from logsense.commands.common import rules_from_options
     from logsense.learn.classifier import Classifier
     from logsense.pipeline import Pipeline
@@ -95,14 +95,19 @@ def test_replayed_document_equals_the_attached_digest(incidents, shipped):
 
     rs = rules_from_options(None, None, True)
     for inc in incidents[:: max(1, len(incidents) // 12)]:
-        p = Pipeline(rs)
-        Classifier(shipped_model_path()).attach(p)
+        p = Pipeline(rs, fallback=Classifier(shipped_model_path()))
         fp, name = open_recorded(str(inc.log))
         with fp:
             for n, t in read_lines(fp, name):
                 p.feed_line(n, t)
         p.flush()
-        assert features.doc_of_pipeline(p).text == features.doc_of_file(str(inc.log)).text, inc.name
+        assert p.watcher.doc(p.facts.snapshot()).text == features.doc_of_file(str(inc.log)).text, inc.name
+
+
+def test_the_server_is_a_feature():
+    doc = features.build_doc([], [], "import", False, 0, 0, server="vllm")
+    assert "zzservervllm" in doc.text.split("\n", 1)[0]
+    assert "zzserver" not in features.build_doc([], [], "import", False, 0, 0).text
 
 
 # --- the model file ---
@@ -131,6 +136,110 @@ def test_the_model_file_is_data_not_code(tmp_path):
         LinearModel.load(bad)
 
 
+def _small_model(**changes) -> dict:
+    """A valid two-class model by hand: 'no space left' pushes toward disk_full."""
+    from logsense.learn.features import FEATURE_VERSION
+    from logsense.learn.linear import FORMAT, FORMAT_VERSION
+
+    data = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "meta": {"feature_version": FEATURE_VERSION},
+        "classes": ["disk_full", "healthy"],
+        "blocks": [{"analyzer": "word", "terms": ["space", "left", "ready"], "idf": [1.0, 1.0, 1.0],
+                    "sublinear_tf": True, "weight": 1.0}],
+        "coef": [[3.0, -3.0], [3.0, -3.0], [-3.0, 3.0]], "intercept": [0.0, 0.0],
+        "temperature": 1.0, "threshold": 0.5,
+        "held_out": {"disk_full": {"precision": 0.5, "right": 1, "said": 2, "support": 2}},
+        "incidents": [{"name": "corpora/x.log", "cause": "disk_full", "norm": 1.0, "terms": [[0, 0.7], [1, 0.7]]}],
+    }
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not DROP}
+
+
+DROP = object()  # a key _small_model leaves out
+
+
+def _write(tmp_path: Path, data, name: str = "classifier.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return path
+
+
+MALFORMED = {
+    "missing key": ({"coef": DROP}, "coef"),
+    "wrong type": ({"classes": "disk_full"}, "classes"),
+    "short idf": ({"blocks": [{"analyzer": "word", "terms": ["space", "left", "ready"], "idf": [1.0]}]}, "blocks[0].idf"),
+    "short coef row": ({"coef": [[3.0, -3.0], [3.0], [-3.0, 3.0]]}, "coef[1]"),
+    "short coef": ({"coef": [[3.0, -3.0]]}, "coef"),
+    "NaN": ({"coef": [[3.0, -3.0], [float("nan"), -3.0], [-3.0, 3.0]]}, "coef[1][0]"),
+    "string number": ({"intercept": [0.0, "0"]}, "intercept[1]"),
+    "weight that overflows a score": ({"coef": [[1e300, -3.0], [3.0, -3.0], [-3.0, 3.0]]}, "coef[0][0]"),
+    "threshold -1": ({"threshold": -1}, "threshold"),
+    "temperature 0": ({"temperature": 0}, "temperature"),
+    "no held-out record": ({"held_out": DROP}, "held_out"),
+    "more right than said": ({"held_out": {"disk_full": {"right": 3, "said": 2, "support": 2}}}, "held_out.disk_full.right"),
+    "unknown analyzer": ({"blocks": [{"analyzer": "pickle", "terms": [], "idf": []}]}, "blocks[0].analyzer"),
+    "incident term out of range": ({"incidents": [{"name": "x", "cause": "disk_full", "terms": [[9, 1.0]]}]},
+                                   "incidents[0].terms[0]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_model_names_the_field(tmp_path, case):
+    from logsense.errors import ExitCode, ModelError
+
+    changes, field = MALFORMED[case]
+    data = _small_model(**changes)
+    with pytest.raises(ModelError) as e:
+        LinearModel.load(_write(tmp_path, data))
+    assert f"field `{field}`" in str(e.value), str(e.value)
+    assert e.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_the_small_model_is_valid_and_capped(tmp_path):
+    model = LinearModel.load(_write(tmp_path, _small_model()))
+    raw = model.predict("no space left on device")
+    assert raw.cause == "disk_full" and raw.p > 0.9
+    capped = model.capped(raw)
+    assert capped.prob("disk_full") == 0.5  # right on 1 of the 2 held-out logs it called disk_full
+    assert capped.prob("healthy") == raw.prob("healthy")  # "no failure" is never capped
+
+
+def test_model_size_and_gzip_are_capped(tmp_path, monkeypatch):
+    import gzip
+
+    from logsense.errors import ModelError
+    from logsense.learn import linear
+
+    good = json.dumps(_small_model()).encode()
+    gz = tmp_path / "m.json.gz"
+    gz.write_bytes(gzip.compress(good))
+    assert LinearModel.load(gz).classes == ["disk_full", "healthy"]
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(good)[:-30])
+    with pytest.raises(ModelError, match="truncated or corrupt"):
+        LinearModel.load(cut)
+    monkeypatch.setattr(linear, "MAX_MODEL_BYTES", len(good) - 1)
+    with pytest.raises(ModelError, match="inflates past"):
+        LinearModel.load(gz)
+    with pytest.raises(ModelError, match="larger than"):
+        LinearModel.load(_write(tmp_path, _small_model()))
+
+
+def test_a_malformed_model_is_exit_2_on_the_command_line(tmp_path):
+    log = CORPORA / "constructed" / "unknown-segfault-attention-init.log"
+    for name, data in (("nan.json", _small_model(coef=[[3.0, -3.0], [float("nan"), 1.0], [0.0, 0.0]])),
+                       ("short.json", _small_model(intercept=[0.0]))):
+        p = _logsense("analyze", str(log), env={"LOGSENSE_MODEL": str(_write(tmp_path, data, name))})
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert "field `" in p.stderr and "nan" not in p.stdout.lower()
+    import gzip
+
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(json.dumps(_small_model()).encode())[:-30])
+    p = _logsense("analyze", str(log), env={"LOGSENSE_MODEL": str(cut)})
+    assert p.returncode == 2 and "truncated" in p.stderr, p.stderr
+
+
 def test_shipped_model_is_current(incidents, shipped):
     """The shipped model was built from the corpus as it is: rebuild it after changing corpora/."""
     want = corpus.corpus_hash(incidents)
@@ -139,6 +248,24 @@ def test_shipped_model_is_current(incidents, shipped):
         f"logsense/data/classifier.json was trained on another corpus ({shipped.meta.get('logs')} logs; "
         f"corpora/ now has {len(incidents)}): rebuild it with `{REBUILD}`"
     )
+
+
+def test_readme_table_is_the_shipped_models(shipped):
+    """The README's held-out figures are the ones the shipped model was trained with."""
+    from logsense.commands.learn import markdown_table, readme_table
+
+    want = markdown_table(shipped.meta["cross_validation"])
+    got = readme_table((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert got == want, f"README.md's classifier table is not the shipped model's: rebuild both with `{REBUILD}`"
+
+
+@pytest.mark.slow
+def test_readme_table_is_what_eval_prints():
+    from logsense.commands.learn import readme_table
+
+    p = _logsense("eval", "corpora/", "--format", "markdown")
+    assert p.returncode == 0, p.stderr
+    assert readme_table((ROOT / "README.md").read_text(encoding="utf-8")) == p.stdout, f"rebuild with `{REBUILD}`"
 
 
 def test_shipped_model_speaks_taxonomy(shipped):
@@ -264,11 +391,20 @@ def test_analyze_imports_no_sklearn_nor_pandas(incidents, shipped):
     assert not mods & {"sklearn", "pandas", "scipy"}, mods & {"sklearn", "pandas", "scipy"}
 
 
+def _analyze(log: Path, rules, classifier):
+    """analyze's reading of one log, with this classifier as its fallback."""
+    from logsense.analysis import read_into
+    from logsense.pipeline import Pipeline
+
+    return read_into(Pipeline(rules, fallback=classifier), str(log))
+
+
 def test_healthy_startups_stay_healthy(incidents, shipped):
     """With the classifier (rules on, and --no-rules) no healthy corpus log gets a root diagnosis."""
-    from logsense.commands.analyze import analyze_path
+    from logsense.analysis import read_into
     from logsense.commands.common import rules_from_options
     from logsense.learn.classifier import Classifier
+    from logsense.pipeline import Pipeline
 
     path = shipped_model_path()
     healthy = [i for i in incidents if i.cause == "healthy"]
@@ -277,15 +413,16 @@ def test_healthy_startups_stay_healthy(incidents, shipped):
         rs = rules_from_options(None, None, no_rules)
         clf = Classifier(path, required=no_rules)
         for inc in healthy:
-            report, _ = analyze_path(str(inc.log), rs, clf)
+            report, _ = read_into(Pipeline(rs, clf), str(inc.log))
             roots = [d for d in report.diagnoses if d.root]
             assert not roots, f"{inc.name} (no_rules={no_rules}): {roots[0].cause} from {roots[0].origin.value}"
 
 
 def test_classifier_diagnosis(incidents, shipped):
-    from logsense.commands.analyze import analyze_path
+    from logsense.analysis import read_into
     from logsense.commands.common import rules_from_options
     from logsense.learn.classifier import Classifier
+    from logsense.pipeline import Pipeline
     from logsense.taxonomy import causes
 
     rs = rules_from_options(None, None, True)
@@ -294,7 +431,7 @@ def test_classifier_diagnosis(incidents, shipped):
     for inc in incidents:
         if inc.cause in ("healthy", "unknown"):
             continue
-        report, _ = analyze_path(str(inc.log), rs, clf)
+        report, _ = read_into(Pipeline(rs, clf), str(inc.log))
         root = report.root
         if root is None or root.cause == "unknown":
             continue
@@ -310,16 +447,17 @@ def test_classifier_diagnosis(incidents, shipped):
 
 
 def test_below_the_threshold_it_says_unknown(incidents, shipped):
-    from logsense.commands.analyze import analyze_path
+    from logsense.analysis import read_into
     from logsense.commands.common import rules_from_options
     from logsense.learn.classifier import Classifier
+    from logsense.pipeline import Pipeline
 
     rs = rules_from_options(None, None, True)
     clf = Classifier(shipped_model_path(), required=True, threshold=1.01)
     failing = [i for i in incidents if i.cause not in ("healthy", "unknown")][:6]
     verdicts = []
     for inc in failing:
-        report, _ = analyze_path(str(inc.log), rs, clf)
+        report, _ = read_into(Pipeline(rs, clf), str(inc.log))
         root = report.root
         verdicts.append(root.cause if root else None)
         if root is not None:

@@ -1,26 +1,19 @@
 """The pipeline hook: when no root rule matched, the learned model gives its opinion, and how sure it is.
 
-`Classifier(pipeline, diagnoses, facts) -> diagnoses` is what `Pipeline.classifier` calls in
-finish(). It reads the pipeline's event digest, predicts with the JSON model (pure Python),
-and returns a classifier diagnosis (origin classifier, the calibrated probability as its
-confidence, the closest known incident, the taxonomy's usual fixes as suggestions), or keeps
-'unknown' and names its best guess when it is not sure enough.
+`Classifier` is a pipeline fallback (logsense.pipeline.Fallback): its watcher keeps a digest of
+the events as they are fed and, when no rule names the failure, predicts from it with the JSON
+model (pure Python), and returns a classifier diagnosis (origin classifier, the calibrated probability capped by
+the cause's held-out precision as its confidence, the closest known incident, the taxonomy's
+usual fixes as suggestions), or keeps 'unknown' and offers its best guess as a "maybe" when
+it is not sure enough.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from logsense.learn.decide import HEALTHY, UNKNOWN, decide
-from logsense.learn.features import (
-    SCAN_LITERALS,
-    TAIL_LINES,
-    Digest,
-    Doc,
-    Note,
-    doc_of_pipeline,
-)
+from logsense.learn.features import DigestWatch, Doc, DocReader, Note
 from logsense.learn.linear import LinearModel, Prediction
 from logsense.model import Diagnosis, Evidence, Fix, Origin
 
@@ -28,8 +21,8 @@ MAX_EVIDENCE = 6
 UNKNOWN_CONFIDENCE = 0.3  # as the rules' unknown
 
 
-class Classifier:
-    """A lazily loaded model behind the pipeline hook; `required` means no rule ran (--no-rules)."""
+class Classifier(DocReader):
+    """A lazily loaded model as the pipeline's fallback; `required` means no rule ran (--no-rules)."""
 
     def __init__(self, path: str | Path, required: bool = False, threshold: float | None = None) -> None:
         self.path = Path(path)
@@ -47,47 +40,38 @@ class Classifier:
     def threshold(self) -> float:
         return self._threshold if self._threshold is not None else self.model.threshold
 
-    needs_every_line = False  # the block scanner feeds what the model reads (see scan_literals)
-    scan_literals = SCAN_LITERALS
-    scan_tail = TAIL_LINES
+    def watch(self, timeline) -> ClassifierWatch:
+        return ClassifierWatch(self, timeline)
 
-    def attach(self, pipeline) -> None:
-        """Watch the events as they are fed (tail, stdin, the library): the pipeline keeps a digest."""
-        pipeline.digest = Digest()
-
-    def __call__(self, pipeline, diagnoses: list[Diagnosis], facts: dict) -> list[Diagnosis]:
-        if pipeline.digest is None:
-            return diagnoses  # not attached before feeding: the events were not watched
-        return self.consult(pipeline, diagnoses, lambda: doc_of_pipeline(pipeline))
-
-    def consult(self, pipeline, diagnoses: list[Diagnosis], read_doc: Callable[[], Doc]) -> list[Diagnosis]:
+    def consult(self, doc: Doc, diagnoses: list[Diagnosis], ready: bool, phase: str) -> list[Diagnosis]:
+        """The diagnoses revised by the model's opinion of `doc` (the log's document)."""
         root = next((d for d in diagnoses if d.root), None)
         symptoms = [d for d in diagnoses if not d.root]
-        tl = pipeline.timeline
-        if tl.ready and root is None and not self.required:
+        if ready and root is None and not self.required:
             return diagnoses  # rules saw a healthy startup: never invent a failure
-        doc = read_doc()
         if doc.ready and not doc.errors_after_ready and root is None:
             return diagnoses
-        return self.judge(doc, diagnoses, root, symptoms, tl.current)
+        return self.judge(doc, diagnoses, root, symptoms, phase)
 
     def judge(self, doc: Doc, diagnoses: list[Diagnosis], root: Diagnosis | None, symptoms: list[Diagnosis],
               phase: str) -> list[Diagnosis]:
         model = self.model
-        pred = model.predict(doc.text)
-        verdict, p, guess = decide(pred.probs, doc, self.threshold, failed=root is not None)
+        raw = model.predict(doc.text)
+        pred = model.capped(raw)  # a cause's confidence never exceeds what it earned held out
+        verdict, p, _ = decide(pred.probs, doc, self.threshold, failed=root is not None)
         explains = tuple(d.rule for d in symptoms if d.rule)
-        if verdict == HEALTHY:
-            if self.required and root is not None:
-                return symptoms  # the classifier alone decides, and is sure enough the startup is fine
+        if verdict == HEALTHY and root is None:
             return diagnoses
-        if verdict != UNKNOWN:
-            return [self._diagnosis(verdict, p, doc, pred, phase, explains)] + symptoms
-        # not sure enough: keep (or, with no rules, say) unknown, and name the best guess
-        guess_p = pred.prob(guess)
-        nearest = model.nearest(doc.text, guess) if guess not in (HEALTHY, UNKNOWN) else None
-        note = (f" The learned classifier's best guess is {guess} (p={guess_p:.2f}), too unsure to "
-                f"name it" + (f"; the closest known incident is {nearest[0]}." if nearest else "."))
+        if verdict not in (HEALTHY, UNKNOWN):
+            return [self._diagnosis(verdict, p, raw.prob(verdict), doc, pred, phase, explains)] + symptoms
+        # not sure enough (or sure of no failure where the log shows one): keep (or, with no rules, say)
+        # unknown, and offer the best guess as a maybe
+        guess, guess_p = raw.best_failure()
+        nearest = model.nearest(doc.text, guess) if guess != UNKNOWN else None
+        note = (f" Maybe {guess}: the learned classifier's best guess (p={guess_p:.2f}{_record(model, guess, guess_p)}), "
+                f"too unsure to name it" + (f"; the closest known incident is {nearest[0]}." if nearest else "."))
+        if guess == UNKNOWN:
+            note = ""
         if root is not None:
             from dataclasses import replace
 
@@ -107,7 +91,7 @@ class Classifier:
         )
         return [unknown] + symptoms
 
-    def _diagnosis(self, cause: str, p: float, doc: Doc, pred: Prediction, phase: str,
+    def _diagnosis(self, cause: str, p: float, p_raw: float, doc: Doc, pred: Prediction, phase: str,
                    explains: tuple[str, ...]) -> Diagnosis:
         from logsense.taxonomy import causes, title
 
@@ -118,7 +102,8 @@ class Classifier:
         fixes = tuple(Fix(_fix_kind(f), f, "the usual fix for this cause: check that it fits")
                       for f in (entry.fix if entry else ()))
         others = [f"{c} {q:.2f}" for c, q in pred.probs[1:3] if q >= 0.05]
-        text = (f"No rule recognises this log. The learned classifier says it is probably {cause} (p={p:.2f})"
+        text = (f"No rule recognises this log. The learned classifier says it is probably {cause} "
+                f"(p={p:.2f}{_record(model, cause, p_raw)})"
                 + (f", like the known incident {nearest[0]}" if nearest else "")
                 + (f"; next: {', '.join(others)}" if others else "")
                 + ". Treat the fixes as suggestions.")
@@ -129,6 +114,29 @@ class Classifier:
             evidence=_evidence(sorted(notes, key=lambda n: n.line)), fixes=fixes, explains=explains,
             nearest=nearest[0] if nearest else None,
         )
+
+
+def _record(model: LinearModel, cause: str, p_raw: float) -> str:
+    """What the cause's confidence rests on: its held-out record, and the cap when it bit."""
+    rec = model.earned(cause)
+    if rec is None:
+        return ""
+    text = f"; held out, the model was right on {rec.right} of {rec.said} logs it called {cause}"
+    if p_raw > rec.cap:
+        text += f", so it states no more than {rec.cap:.2f} where it computed {p_raw:.2f}"
+    return text
+
+
+class ClassifierWatch(DigestWatch):
+    """One run seen by the classifier: the digest as it is fed, the model's opinion at the end."""
+
+    def __init__(self, classifier: Classifier, timeline) -> None:
+        super().__init__(timeline)
+        self.classifier = classifier
+
+    def revise(self, diagnoses: list[Diagnosis], facts: dict) -> list[Diagnosis]:
+        tl = self.timeline
+        return self.classifier.consult(self.doc(facts), diagnoses, tl.ready, tl.current)
 
 
 def _telling(model: LinearModel, notes: list[Note], cause: str, k: int = 3) -> list[Note]:

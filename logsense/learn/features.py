@@ -12,10 +12,12 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from logsense.model import Event, Record
+from logsense.pipeline import Reading
 
-FEATURE_VERSION = 1  # bump when the document text changes: a model trained on another version is stale
+FEATURE_VERSION = 2  # 2: the server (sglang, vllm) as a token. Bump when the document text changes: a model trained on another version is stale
 MAX_ERRORS = 40  # distinct error-ish events kept (the most recent ones)
 MAX_SHAPE_LINES = 4
 MAX_SHAPES = 4096
@@ -153,14 +155,15 @@ class Digest:
         if len(self.errors) > MAX_ERRORS:
             self.errors.pop(next(iter(self.errors)))
 
-    def doc(self, phase: str = "import", ready_line: int | None = None, since_line: int = 0) -> Doc:
+    def doc(self, phase: str = "import", ready_line: int | None = None, since_line: int = 0,
+            server: str | None = None) -> Doc:
         """The document of what was seen from `since_line` on (a restart's new start)."""
         notes = sorted((n for n in self.errors.values() if n.line >= since_line), key=lambda n: n.line)
         tail: list[Note] = []
         if not notes:  # nothing error-ish (a hang, a cut log): the last events are all there is to read
             tail = [n for n in (_note(e) for e in self.tail if e.first_line >= since_line) if n is not None]
         after = sum(1 for n in notes if ready_line is not None and n.line > ready_line)
-        return build_doc(notes, tail, phase, ready_line is not None, after, self.tracebacks)
+        return build_doc(notes, tail, phase, ready_line is not None, after, self.tracebacks, server)
 
 
 def _note(event: Event) -> Note | None:
@@ -172,38 +175,65 @@ def _note(event: Event) -> Note | None:
                 text)
 
 
-def doc_of_pipeline(p) -> Doc:
-    """The document of what a pipeline has seen (call after its flush, as finish() does)."""
-    digest = p.digest if p.digest is not None else Digest()
-    tl = p.timeline
-    since = tl.phases()[0].start_line if tl.restarts and tl.phases() else 0
-    return digest.doc(tl.current, tl.ready_line if tl.ready else None, since)
+class DigestWatch:
+    """A pipeline watcher that keeps the classifier's digest of one run and revises nothing."""
+
+    def __init__(self, timeline) -> None:
+        self.timeline = timeline
+        self.digest = Digest()
+
+    def record(self, rec: Record, phase: str) -> None:
+        pass
+
+    def event(self, event: Event) -> None:
+        self.digest.add(event)
+
+    def revise(self, diagnoses: list, facts: dict[str, Any]) -> list:
+        return diagnoses
+
+    def doc(self, facts: dict[str, Any]) -> Doc:
+        """The document of what was seen (after the pipeline's flush); `facts` name the server."""
+        tl = self.timeline
+        since = tl.phases()[0].start_line if tl.restarts and tl.phases() else 0
+        server = facts.get("server")
+        return self.digest.doc(tl.current, tl.ready_line if tl.ready else None, since,
+                               server if isinstance(server, str) else None)
+
+
+class DocReader:
+    """The pipeline fallback that only reads: what training feeds a log through (see `Classifier`)."""
+
+    reading = Reading(every_line=False, literals=SCAN_LITERALS, tail=TAIL_LINES)
+
+    def watch(self, timeline) -> DigestWatch:
+        return DigestWatch(timeline)
+
+
+def _reader_pipeline(phases):
+    from logsense.pipeline import Pipeline
+
+    p = Pipeline(phases if phases is not None else phase_only_rules(), fallback=DocReader())
+    return p, p.watcher
 
 
 def doc_of_lines(lines: Iterable[tuple[int, str]], phases=None) -> Doc:
     """The document of a whole log: every line through the Pipeline (normalizer, framer, timeline;
     no rules, so it does not depend on which rules exist). Training and prediction both use it."""
-    from logsense.pipeline import Pipeline
-
-    p = Pipeline(phases if phases is not None else phase_only_rules())
-    p.digest = Digest()
+    p, watch = _reader_pipeline(phases)
     for line_no, text in lines:
         p.feed_line(line_no, text)
     p.flush()
-    return doc_of_pipeline(p)
+    return watch.doc(p.facts.snapshot())
 
 
 def doc_of_stream(fp, name: str, phases=None) -> Doc:
     """The document of a recorded log, read with the block scanner (error-ish lines and the end)."""
-    from logsense.pipeline import Pipeline
     from logsense.scan import feed_stream
 
-    p = Pipeline(phases if phases is not None else phase_only_rules())
-    p.digest = Digest()
-    p.extra_literals = SCAN_LITERALS
+    p, watch = _reader_pipeline(phases)
     feed_stream(fp, p, name, tail=TAIL_LINES)
     p.flush()
-    return doc_of_pipeline(p)
+    return watch.doc(p.facts.snapshot())
 
 
 def doc_of_file(path: str, phases=None) -> Doc:
@@ -237,8 +267,11 @@ def phase_only_rules():
 
 
 def build_doc(notes: list[Note], tail: list[Note], phase: str, ready: bool, errors_after_ready: int,
-              tracebacks: int) -> Doc:
+              tracebacks: int, server: str | None = None) -> Doc:
     meta = [f"zzphase{phase.replace('_', '')}", "zzready" if ready else "zznotready"]
+    if server:
+        # vLLM's logs are compared with vLLM's: the same words can mean another cause (and fix) there
+        meta.append("zzserver" + "".join(ch for ch in server.lower() if ch.isalnum())[:16])
     if tracebacks:
         meta.append("zztraceback")
     if ready and errors_after_ready:
