@@ -318,3 +318,21 @@ def test_the_fallback_is_chosen_when_the_binding_is_missing(monkeypatch):
     monkeypatch.setenv(journald.BACKEND_ENV, "systemd")
     with pytest.raises(SourceError, match="pip install systemd-python"):
         journald.choose_backend()
+
+
+@pytest.mark.slow
+@needs_journal_remote
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_until_ready_on_a_journal_is_the_same_20_times(tmp_path, capsys, monkeypatch, backend):
+    """A healthy start, then a failing start: the latest start decides, every time, following or not."""
+    pack = str(rule_pack(tmp_path))
+    j = tmp_path / "two.journal"
+    later = T0 + 1000
+    write_journal(j, unit_entries(startup() + ready_tail(), stopped=T0 + 500)
+                  + unit_entries(startup(later) + oom_tail(later), invocation="d" * 32, started=later))
+    seen = set()
+    for i in range(20):
+        code, ev = run(capsys, monkeypatch, backend, pack, files=[str(j)], since=f"@{T0 - 10}", until_ready=True,
+                       follow=bool(i % 2), timeout="20s")
+        seen.add((code, ev[-1]["reason"], ev[-1]["cause"]))
+    assert seen == {(1, "failed", "cuda_oom_cuda_graph")}
