@@ -204,6 +204,33 @@ def test_the_small_model_is_valid_and_capped(tmp_path):
     assert capped.prob("healthy") == raw.prob("healthy")  # "no failure" is never capped
 
 
+def _failed_unknown():
+    from logsense.model import Diagnosis, Origin
+
+    return Diagnosis(cause="unknown", rule=None, root=True, origin=Origin.RULE, confidence=0.3, title="unknown",
+                     explanation="Something fatal happened.", phase="weight_loading", evidence=(), fixes=())
+
+
+@pytest.mark.parametrize(("right", "said", "stated"), [(0, 3, False), (0, 0, False), (3, 4, True)])
+def test_a_cause_is_stated_only_as_sure_as_it_earned(tmp_path, right, said, stated):
+    """p(disk_full) is above 0.99 here; the held-out record decides what is said."""
+    from logsense.learn.classifier import Classifier
+
+    held = {"disk_full": {"right": right, "said": said, "support": 3}}
+    clf = Classifier(_write(tmp_path, _small_model(held_out=held)))
+    doc = features.build_doc([], [], "weight_loading", False, 0, 1)
+    doc = Doc(doc.text + "\nOSError: no space left on device", tracebacks=1)
+    root = clf.consult(doc, [_failed_unknown()], ready=False, phase="weight_loading")[0]
+    if stated:
+        assert root.cause == "disk_full" and root.origin.value == "classifier"
+        assert root.confidence == 0.75  # min(p, 3 / 4)
+        assert "right on 3 of 4 logs it called disk_full" in root.explanation
+    else:
+        assert root.cause == "unknown" and root.origin.value == "rule"  # the failure stays unnamed
+        assert "Maybe disk_full" in root.explanation and root.nearest == "corpora/x.log"
+        assert ("never called a log disk_full" if not said else f"right on 0 of {said}") in root.explanation
+
+
 def test_model_size_and_gzip_are_capped(tmp_path, monkeypatch):
     import gzip
 
@@ -297,6 +324,21 @@ def test_decide():
     spread = {"disk_full": 0.2, "shm_too_small": 0.19, "healthy": 0.1, "port_in_use": 0.51 - 0.5}
     assert decide(spread, _doc(), 0.5)[0] == "healthy"  # no lean to any failure: nothing is invented
     assert decide(spread, _doc(), 0.5, failed=True)[0] == "unknown"  # the pipeline saw it fail
+
+
+def test_a_held_out_log_is_capped_by_the_other_folds_records():
+    from logsense.learn.train import capped_verdicts, held_out_records
+
+    probs = [{"a": 0.9, "b": 0.05, "healthy": 0.05}] * 4
+    docs = [Doc("zz\n", notes=[object()], tracebacks=1)] * 4  # type: ignore[list-item]
+    y, folds = ["b", "b", "a", "a"], [0, 0, 1, 1]
+    uncapped, capped, p = capped_verdicts(probs, docs, y, folds, 0.5)
+    assert uncapped == ["a"] * 4
+    # fold 0 is judged by fold 1's record (a: 2 of 2 right), fold 1 by fold 0's (a: 0 of 2)
+    assert capped == ["a", "a", "unknown", "unknown"] and p[:2] == [0.9, 0.9]
+    rec = held_out_records(y, uncapped, ["a", "b", "healthy"])
+    assert (rec["a"].right, rec["a"].said, rec["a"].support, rec["a"].precision) == (2, 4, 2, 0.5)
+    assert rec["b"].said == 0 and rec["b"].cap == 0.0
 
 
 # --- evaluation splits ---
@@ -462,7 +504,7 @@ def test_below_the_threshold_it_says_unknown(incidents, shipped):
         verdicts.append(root.cause if root else None)
         if root is not None:
             assert root.cause == "unknown"
-            assert "best guess" in root.explanation
+            assert "Maybe " in root.explanation or "no likely guess" in root.explanation
     assert "unknown" in verdicts
 
 

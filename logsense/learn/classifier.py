@@ -67,11 +67,13 @@ class Classifier(DocReader):
         # not sure enough (or sure of no failure where the log shows one): keep (or, with no rules, say)
         # unknown, and offer the best guess as a maybe
         guess, guess_p = raw.best_failure()
-        nearest = model.nearest(doc.text, guess) if guess != UNKNOWN else None
-        note = (f" Maybe {guess}: the learned classifier's best guess (p={guess_p:.2f}{_record(model, guess, guess_p)}), "
-                f"too unsure to name it" + (f"; the closest known incident is {nearest[0]}." if nearest else "."))
-        if guess == UNKNOWN:
-            note = ""
+        nearest = model.nearest(doc.text, guess) if guess_p >= self.threshold / 2 else None
+        if nearest is not None:  # a lean worth offering, as a maybe with its closest known incident
+            note = (f" Maybe {guess}: the learned classifier's best guess (p={guess_p:.2f}"
+                    f"{_record(model, guess, guess_p)}), too unsure to name it; the closest known incident is "
+                    f"{nearest[0]}.")
+        else:
+            note = " The learned classifier has no likely guess either."
         if root is not None:
             from dataclasses import replace
 
@@ -117,14 +119,14 @@ class Classifier(DocReader):
 
 
 def _record(model: LinearModel, cause: str, p_raw: float) -> str:
-    """What the cause's confidence rests on: its held-out record, and the cap when it bit."""
+    """What the cause's confidence rests on: its held-out record, and the cap when it bites."""
     rec = model.earned(cause)
     if rec is None:
         return ""
+    if not rec.said:
+        return f"; held out, the model never called a log {cause}, so it states it at 0"
     text = f"; held out, the model was right on {rec.right} of {rec.said} logs it called {cause}"
-    if p_raw > rec.cap:
-        text += f", so it states no more than {rec.cap:.2f} where it computed {p_raw:.2f}"
-    return text
+    return text + (f", so it states it at {rec.cap:.2f} at most" if p_raw > rec.cap else "")
 
 
 class ClassifierWatch(DigestWatch):
