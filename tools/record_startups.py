@@ -1,0 +1,418 @@
+"""Record real SGLang startups, healthy and failing, from the configurations in startup_matrix.yaml.
+
+    python3 tools/record_startups.py                 # every configuration
+    python3 tools/record_startups.py --quick         # the CI subset
+    python3 tools/record_startups.py --only port-taken flag-unknown --out DIR
+
+Builds the pinned venv (tools/sglang_env.sh) and the tiny models if missing, then runs the
+configurations one at a time, each bounded in time and memory, and writes for each
+<name>.log (the server's whole output, machine paths replaced by neutral ones) and
+<name>.run.yaml (the configuration, the command, exit status, duration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import yaml
+
+TOOLS = Path(__file__).resolve().parent
+MATRIX = TOOLS / "startup_matrix.yaml"
+READY_LINE = b"The server is fired up and ready to roll!"
+NEUTRAL_VENV = "/opt/sglang-venv"
+NEUTRAL_PYTHON = "/usr/local/lib/python3.11"
+NEUTRAL_HOME = "/home/sglang"
+DEFAULT_TIMEOUT = 240.0
+MEMORY_LIMIT_BYTES = int(os.environ.get("LOGSENSE_RECORD_MEMORY_LIMIT_GB", "8")) * 2**30
+
+
+@dataclass
+class Config:
+    """One row of the matrix: how to start the server and what to do once it is up."""
+
+    name: str
+    healthy: bool
+    model: str | None = None
+    model_path: str | None = None
+    mutate: str | None = None
+    args: list[str] = field(default_factory=list)
+    drop: list[str] = field(default_factory=list)
+    env: dict[str, str | None] = field(default_factory=dict)
+    hide_modules: list[str] = field(default_factory=list)
+    listen: bool = False
+    after_ready: str = "stop"
+    timeout: float = DEFAULT_TIMEOUT
+    quick: bool = False
+
+    def describe(self) -> str:
+        """The configuration in one line, as the label's `source`."""
+        parts = [f"model {self.model_path or self.model}"]
+        if self.mutate:
+            parts.append(f"model dir damaged: {self.mutate}")
+        if self.drop:
+            parts.append("without " + " ".join(self.drop))
+        if self.args:
+            parts.append("plus " + " ".join(self.args))
+        if self.env:
+            parts.append("env " + " ".join(f"{k}={'(unset)' if v is None else v}" for k, v in self.env.items()))
+        if self.hide_modules:
+            parts.append("import of " + ", ".join(self.hide_modules) + " made to fail")
+        if self.listen:
+            parts.append("port already held by a listener on 127.0.0.1")
+        if self.healthy and self.after_ready == "sigterm":
+            parts.append("SIGTERM after ready")
+        return "; ".join(parts)
+
+
+def load_matrix(path: Path = MATRIX) -> list[Config]:
+    """Every configuration of the matrix, healthy ones first."""
+    data = yaml.safe_load(path.read_text())
+    configs = [Config(healthy=True, **row) for row in data["healthy"]]
+    configs += [Config(healthy=False, **row) for row in data["failures"]]
+    names = [c.name for c in configs]
+    if len(names) != len(set(names)):
+        raise SystemExit(f"{path}: duplicate configuration names")
+    return configs
+
+
+def cache_root() -> Path:
+    """Where the venv, the models and scratch runs live (outside the repo)."""
+    version = os.environ.get("LOGSENSE_SGLANG_VERSION", "0.5.23")
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "logsense-sglang" / version
+
+
+def ensure_venv() -> Path:
+    """The pinned venv, installed by tools/sglang_env.sh when missing."""
+    done = subprocess.run(["bash", str(TOOLS / "sglang_env.sh")], stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit("record_startups: the SGLang venv could not be installed (see the line above)")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def ensure_models(venv: Path) -> Path:
+    """The tiny gpt2 and llama model dirs, made by tools/make_tiny_models.py when missing."""
+    models = cache_root() / "models"
+    subprocess.run([str(venv / "bin" / "python"), str(TOOLS / "make_tiny_models.py"), str(models)], check=True)
+    return models
+
+
+def mutate_model(model_dir: Path, how: str) -> None:
+    """Damage a private copy of a model dir in one named way."""
+    config_path = model_dir / "config.json"
+    weights = model_dir / "model.safetensors"
+    if how == "config_missing":
+        config_path.unlink()
+    elif how == "config_malformed":
+        text = config_path.read_text()
+        config_path.write_text(text[: len(text) // 2])
+    elif how == "weights_missing":
+        weights.unlink()
+    elif how == "weights_truncated":
+        data = weights.read_bytes()
+        weights.write_bytes(data[: len(data) // 2])
+    elif how == "config_wider":
+        config = json.loads(config_path.read_text())
+        config["n_embd"] = 128
+        config_path.write_text(json.dumps(config, indent=2))
+    elif how == "architecture_unknown":
+        config = json.loads(config_path.read_text())
+        config["architectures"] = ["TinyFooForCausalLM"]
+        config_path.write_text(json.dumps(config, indent=2))
+    elif how == "remote_code":
+        config = json.loads(config_path.read_text())
+        config["model_type"] = "tinyfoo"
+        config["architectures"] = ["TinyFooForCausalLM"]
+        config["auto_map"] = {"AutoConfig": "configuration_tinyfoo.TinyFooConfig"}
+        config_path.write_text(json.dumps(config, indent=2))
+        (model_dir / "configuration_tinyfoo.py").write_text(
+            "from transformers import GPT2Config\n\n\nclass TinyFooConfig(GPT2Config):\n    model_type = 'tinyfoo'\n"
+        )
+    elif how == "tokenizer_missing":
+        for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"):
+            (model_dir / name).unlink(missing_ok=True)
+    elif how == "tokenizer_broken":
+        text = (model_dir / "tokenizer.json").read_text()
+        (model_dir / "tokenizer.json").write_text(text[: len(text) // 3])
+    else:
+        raise SystemExit(f"unknown mutation {how!r}")
+
+
+HIDE_SHIM = """\
+import sys
+
+_HIDDEN = {hidden!r}
+
+
+class _HideModules:
+    # Behaves as if the package were uninstalled, in the server and in every subprocess it spawns.
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in _HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _HideModules())
+"""
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Launch:
+    """Everything needed to start one configuration: command, environment, paths to neutralise."""
+
+    command: list[str]
+    env: dict[str, str]
+    port: int
+    replacements: list[tuple[str, str]]
+
+
+def prepare(config: Config, venv: Path, models: Path, scratch: Path) -> Launch:
+    """Build the command and environment of a configuration in its own scratch dir."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    replacements: list[tuple[str, str]] = []
+    if config.model_path:
+        model_path = config.model_path
+    else:
+        assert config.model, f"{config.name}: needs model or model_path"
+        source = models / config.model
+        if config.mutate:
+            private = scratch / "model"
+            shutil.copytree(source, private)
+            mutate_model(private, config.mutate)
+            model_path = str(private)
+            replacements.append((str(private), f"/models/{config.name}"))
+        else:
+            model_path = str(source)
+    replacements.append((str(models), "/models"))
+    port = free_port()
+    base = {
+        "--model-path": model_path,
+        "--device": "cpu",
+        "--max-total-tokens": "8192",
+        "--mem-fraction-static": "0.3",
+        "--port": str(port),
+    }
+    command = [str(venv / "bin" / "python"), "-m", "sglang.launch_server"]
+    for flag, value in base.items():
+        if flag not in config.drop:
+            command += [flag, value]
+    command += [str(a) for a in config.args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "LOGSENSE_"))}
+    env.update({"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TERM": "dumb", "NO_COLOR": "1"})
+    for key, value in config.env.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    if config.hide_modules:
+        shim = scratch / "shim"
+        shim.mkdir()
+        (shim / "sitecustomize.py").write_text(HIDE_SHIM.format(hidden=sorted(config.hide_modules)))
+        env["PYTHONPATH"] = str(shim)
+    replacements += [
+        (str(scratch), "/tmp/run"),
+        (str(venv.resolve()), NEUTRAL_VENV),
+        (str(venv), NEUTRAL_VENV),
+        (base_python_prefix(), NEUTRAL_PYTHON),
+        (str(Path.home()), NEUTRAL_HOME),
+    ]
+    return Launch(command, env, port, replacements)
+
+
+def base_python_prefix() -> str:
+    """The stdlib dir of the venv's base interpreter, which tracebacks name."""
+    return str(Path(os.__file__).resolve().parent)
+
+
+def start(launch: Launch, log: BinaryIO, cwd: Path) -> subprocess.Popen[bytes]:
+    """Start the server in its own process group, stdout and stderr into the open log file."""
+    return subprocess.Popen(
+        launch.command,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=launch.env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+
+
+def group_rss(pgid: int) -> int:
+    """Resident memory of every process in a process group, in bytes."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:
+                continue
+            total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    """Signal the server's whole process group (it spawns scheduler and detokenizer processes)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+@contextmanager
+def port_holder(port: int, active: bool) -> Iterator[None]:
+    """Hold the port with a listening socket on 127.0.0.1 for the duration, when active."""
+    if not active:
+        yield
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        yield
+
+
+@dataclass
+class Outcome:
+    """How a run ended."""
+
+    ready: bool
+    exit_code: int | None
+    ended_by: str  # exited | stopped-after-ready | sigterm-after-ready | timeout | memory-limit
+    seconds: float
+
+
+def run(config: Config, launch: Launch, log_path: Path, cwd: Path) -> Outcome:
+    """Run one configuration to its end, bounded by its timeout and the memory limit."""
+    began = time.monotonic()
+    with port_holder(launch.port, config.listen), open(log_path, "wb") as log:
+        proc = start(launch, log, cwd)
+        ready_at: float | None = None
+        ended_by = "exited"
+        try:
+            while proc.poll() is None:
+                time.sleep(0.5)
+                now = time.monotonic()
+                if ready_at is None and READY_LINE in log_path.read_bytes():
+                    ready_at = now
+                if ready_at is not None and now - ready_at > 3:
+                    if config.after_ready == "sigterm":
+                        kill_group(proc, signal.SIGTERM)
+                        ended_by = "sigterm-after-ready"
+                        try:
+                            proc.wait(timeout=30)
+                        except subprocess.TimeoutExpired:
+                            ended_by = "sigterm-after-ready, killed after 30 s"
+                    else:
+                        ended_by = "stopped-after-ready"
+                    break
+                if now - began > config.timeout:
+                    ended_by = "timeout"
+                    break
+                if group_rss(proc.pid) > MEMORY_LIMIT_BYTES:
+                    ended_by = "memory-limit"
+                    break
+        finally:
+            kill_group(proc)
+            proc.wait()
+    return Outcome(ready_at is not None, proc.returncode, ended_by, round(time.monotonic() - began, 1))
+
+
+def neutralise(log_path: Path, replacements: list[tuple[str, str]]) -> None:
+    """Replace machine paths by neutral ones, longest first; every other byte is kept."""
+    data = log_path.read_bytes()
+    for old, new in sorted(replacements, key=lambda pair: -len(pair[0])):
+        if old:
+            data = data.replace(old.encode(), new.encode())
+    log_path.write_bytes(data)
+
+
+def record(config: Config, venv: Path, models: Path, out: Path) -> Outcome:
+    """Record one configuration into out/<name>.log and out/<name>.run.yaml."""
+    scratch = cache_root() / "scratch" / config.name
+    launch = prepare(config, venv, models, scratch)
+    log_path = out / f"{config.name}.log"
+    outcome = run(config, launch, log_path, scratch)
+    neutralise(log_path, launch.replacements)
+    command = " ".join(launch.command)
+    for old, new in sorted(launch.replacements, key=lambda pair: -len(pair[0])):
+        command = command.replace(old, new)
+    info = {
+        "name": config.name,
+        "healthy_expected": config.healthy,
+        "source": config.describe(),
+        "command": command,
+        "env_changes": config.env,
+        "ready": outcome.ready,
+        "exit_code": outcome.exit_code,
+        "ended_by": outcome.ended_by,
+        "seconds": outcome.seconds,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
+    (out / f"{config.name}.run.yaml").write_text(yaml.safe_dump(info, sort_keys=False))
+    shutil.rmtree(scratch, ignore_errors=True)
+    return outcome
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record the selected configurations; exit 1 when a healthy one did not reach ready."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=cache_root() / "runs", help="where to write the logs")
+    parser.add_argument("--quick", action="store_true", help="only the configurations marked quick")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="only these configurations")
+    parser.add_argument("--list", action="store_true", help="print the configurations and stop")
+    options = parser.parse_args(argv)
+
+    configs = load_matrix()
+    if options.only:
+        unknown = set(options.only) - {c.name for c in configs}
+        if unknown:
+            parser.error(f"no such configuration: {', '.join(sorted(unknown))}")
+        configs = [c for c in configs if c.name in options.only]
+    if options.quick:
+        configs = [c for c in configs if c.quick]
+    if options.list:
+        for config in configs:
+            print(f"{config.name:40} {'healthy' if config.healthy else 'failure'}  {config.describe()}")
+        return 0
+
+    venv = ensure_venv()
+    models = ensure_models(venv)
+    options.out.mkdir(parents=True, exist_ok=True)
+    unexpected = []
+    for config in configs:
+        outcome = record(config, venv, models, options.out)
+        print(f"{config.name:40} ready={outcome.ready!s:5} {outcome.ended_by:22} {outcome.seconds:6.1f} s", flush=True)
+        if outcome.ready != config.healthy:
+            unexpected.append(config.name)
+    if unexpected:
+        print("record_startups: not as expected (ready vs healthy): " + ", ".join(unexpected), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
