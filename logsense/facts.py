@@ -50,6 +50,9 @@ _SERVER_SIGNS: dict[str, tuple[str, ...]] = {
     "sglang": ("server_args=ServerArgs(", "sglang.launch_server", "The server is fired up and ready to roll",
                "Scheduler hit an exception", "/sglang/srt/", "Load weight begin", "Capture cuda graph begin"),
 }
+# Common lines of a startup log whose server prefix (rec.server) says which server wrote it.
+_VOICE = ('File "', "Traceback", "Error", "error", "Route: /", "Application startup complete", "Started server process",
+          "Loading weights took", "Model loading took", "KV cache", "init engine", "CUDA graph", "Load weight")
 # vLLM's arguments: "non-default args: {'model': ..., 'max_model_len': 32768}" and the engine's config line.
 _VLLM_ARGS = ("non-default args: ", "with config: ")
 _VLLM_FACTS = {"model": "model_path", "tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
@@ -169,7 +172,7 @@ class Facts:
         entries += [("server_args=", False, ("args",))] + [(lit, False, ("py",)) for lit in _PY_LITERALS]
         entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
         entries += [(lit, False, ("server", srv)) for srv, lits in _SERVER_SIGNS.items() for lit in lits]
-        entries += [(lit, False, ("vargs",)) for lit in _VLLM_ARGS] + [('File "', False, ("frame",))]
+        entries += [(lit, False, ("vargs",)) for lit in _VLLM_ARGS] + [(lit, False, ("voice",)) for lit in _VOICE]
         # every rank prints these once: counting ranks here (not on every line) gives the same
         # count whether all lines were read or only the ones the block scanner picked
         entries += [(m, False, ("rank",)) for m in _RANK_MARKERS]

@@ -53,6 +53,9 @@ class Timeline:
         self.first_time: str | None = None
         self.last_time: str | None = None
         self.progress: tuple[int, int] | None = None
+        # the server of the last marker line that carried its server's prefix; marker lines are read
+        # whether the whole log or the scanner's picks are fed, so this is the same either way
+        self.server: str | None = None
         self.disabled: set[tuple[str, int, int]] = set()
         self.problems: list = []  # engine.RuleProblem: a marker that timed out, disabled for the run
 
@@ -85,8 +88,13 @@ class Timeline:
             kind, si, pi = key
             spec = self.specs[si]
             if kind == "m":
-                if self._search(key, spec.markers[pi], rec) and self._enter(spec, rec):
-                    entered = spec.name
+                if spec.server and spec.server != (rec.server or self.server):
+                    continue
+                if self._search(key, spec.markers[pi], rec):
+                    if rec.server:
+                        self.server = rec.server
+                    if self._enter(spec, rec):
+                        entered = spec.name
             elif _ORDER.get(spec.name, 0) >= _ORDER.get(self.current, 0):  # not a phase already left
                 m = self._search(key, spec.progress[pi], rec)
                 if m and m.groupdict().get("done") and m.groupdict().get("total"):

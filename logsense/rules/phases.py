@@ -20,6 +20,7 @@ class PhaseSpec:
     examples: tuple[str, ...]
     description: str
     line: int
+    server: str | None = None  # markers hit only lines of this server's log (the same line means ready in one)
 
 
 def load_phases(path: Path, display: str) -> list[PhaseSpec]:
@@ -60,6 +61,7 @@ def load_phases(path: Path, display: str) -> list[PhaseSpec]:
             examples=examples,
             description=str(plain(f["description"]) or "") if isinstance(f["description"], Marked) else "",
             line=m.line,
+            server=str(plain(f["server"])) if isinstance(f["server"], Marked) and plain(f["server"]) else None,
         ))
     if c.errors:
         raise RuleErrors(c.errors)

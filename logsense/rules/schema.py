@@ -68,6 +68,7 @@ PHASE_FIELDS: dict[str, Field] = {
     "progress": Field(list, False, [], "patterns with (?P<done>) and (?P<total>) groups: progress"),
     "examples": Field(list, False, [], "lines that must hit a marker"),
     "description": Field(str, False, "", "what happens in this phase"),
+    "server": Field(str, False, None, "only lines of this server's log hit these markers", choices=("sglang", "vllm")),
 }
 
 PHASES = (
