@@ -155,7 +155,7 @@ def journals(tmp_path_factory):
     j["boots"] = str(d / "boots.journal")
     # entries about the unit from another daemon count; another unit's do not
     mixed = unit_entries(startup())
-    mixed.append(entry(FA_IMPORT, T0 + 105, unit="other.service").replace(
+    mixed.append(entry(FA_IMPORT, T0 + 105, unit="other.service", invocation="e" * 32).replace(
         b"_SYSTEMD_UNIT=other.service\n", b"_SYSTEMD_UNIT=other.service\nOBJECT_SYSTEMD_UNIT=" + SERVICE.encode() + b"\n"))
     mixed.append(entry(sglang(T0 + 106, oom_tail()[0][1]), T0 + 106, unit="unrelated.service"))
     write_journal(d / "mixed.journal", mixed)

@@ -184,10 +184,18 @@ class JournalItems:
             self._cursor = e.get("__CURSOR") or self._cursor
             self._usec = e.get("__REALTIME_TIMESTAMP") or self._usec
             out.append(Item(recs, life=journald.lifecycle(e, self.names), text=journald.message(e),
-                            at=utc(epoch), run=journald.invocation(e), where=where))
+                            at=utc(epoch), run=self._run(e), where=where))
         # what was in the journal when reading began is read to its newest entry before anything is decided
         self.caught_up = self.ended or (not self._backlog and len(entries) < journald.BATCH)
         return out
+
+    def _run(self, e: dict) -> str | None:
+        """The unit's invocation id: from its own output or systemd's word about it, never another daemon's."""
+        if not self.names:
+            return None
+        if e.get("_SYSTEMD_UNIT") in self.names or e.get("UNIT") in self.names or e.get("USER_UNIT") in self.names:
+            return journald.invocation(e)
+        return None
 
     def position(self) -> dict:
         return {"cursor": self._cursor, "usec": self._usec, "line": self.line}
