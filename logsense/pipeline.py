@@ -70,7 +70,6 @@ class Pipeline:
         self.facts = Facts()
         self.matcher = Matcher(rules)
         self.timeline.problems = self.matcher.problems  # a phase marker that times out is reported as a rule's
-        self.timeline.problems = self.matcher.problems  # a phase marker that times out is reported as a rule's
         self.ranker = Ranker(rules)
         self.lines = 0
         self._restarts = 0
@@ -98,6 +97,7 @@ class Pipeline:
         if entered:
             kind = UpdateKind.READY if self.timeline.ready and entered == "serving" else UpdateKind.PHASE
             if kind is UpdateKind.READY:
+                out.extend(self.flush())  # what is still open at the ready line happened before it
                 self.ranker.survived()  # fatal-looking lines and symptoms before ready were not fatal
             out.append(Update(kind, phase=entered, line=rec.line, time=rec.time))
         if progress:

@@ -104,7 +104,7 @@ def test_a_failure_labelled_healthy_is_a_false_alarm_and_the_reverse_a_miss(work
     write_incident(work / "c", "ok", HEALTHY, cause="python_module_missing")
     msgs = messages(run("c"))
     assert any(m.startswith(f"c/fail.log:{MODULE_LINE}: false alarm on a healthy startup") for m in msgs), msgs
-    assert any(m.startswith("c/ok.log:1: diagnosed healthy") and "labelled python_module_missing" in m
+    assert any(m.startswith("c/ok.log:1: diagnosed no failure (status ready)") and "labelled python_module_missing" in m
                for m in msgs), msgs
 
 
@@ -339,8 +339,12 @@ def test_the_cli_wires_paths_and_options(work):
 # ---------------------------------------------------------------- this project
 
 
+@pytest.mark.slow
 def test_project_corpora_and_rules_pass(monkeypatch):
-    """`logsense check corpora/ rules/` on this repository, as CI and the pre-commit hook run it."""
+    """`logsense check corpora/ rules/` on this repository, as CI and the pre-commit hook run it.
+
+    Slow: the incidents also run one by one in test_corpora.py (the same `check_incident`).
+    """
     monkeypatch.chdir(ROOT)
     r = check(["corpora", "rules"])
     assert r.rules > 0

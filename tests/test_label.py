@@ -37,7 +37,7 @@ def test_writes_the_corpus_format(log, capsys):
     assert target.read_text() == "cause: healthy\nphase: serving\norigin: constructed\nsource: a test box\n"
     out = capsys.readouterr()
     assert "wrote c/ready.label.yaml: cause healthy" in out.out
-    assert "analyze says: healthy (no root cause; status ready, phase serving)" in out.out
+    assert "analyze says: no failure (status ready, phase serving)" in out.out
     assert out.err == ""
     label, problems = read_label(target)
     assert problems == [] and label.cause == "healthy"
@@ -54,7 +54,7 @@ def test_fix_tokens_are_a_list_and_the_label_round_trips(log, capsys):
 def test_warns_when_analyze_disagrees(log, capsys):
     assert label_cmd.main(str(log), "python_headers_missing", [], None, None, "recorded", False) == 0
     err = capsys.readouterr().err
-    assert "warning: the label differs from what analyze says: diagnosed healthy" in err
+    assert "warning: the label differs from what analyze says: diagnosed no failure" in err
     assert "labelled python_headers_missing" in err
 
 
