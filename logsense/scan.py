@@ -10,7 +10,6 @@ the lines holding one are fed to the pipeline, plus every line while a multi-lin
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from typing import BinaryIO
 
@@ -21,6 +20,14 @@ from logsense.sources.recorded import MAX_LINE_BYTES, read_lines
 
 BLOCK = 4 << 20
 BACKENDS = ("hyperscan", "aho-corasick", "find")
+# What `normalize.clean` removes from inside a line (escapes, controls, C1, bidi and zero-width characters,
+# rsyslog's "#033["): a literal split by one is whole only after cleaning, so such lines are always fed.
+DIRTY: tuple[bytes, ...] = (
+    tuple(bytes([c]) for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F))
+    + tuple(chr(c).encode() for c in (*range(0x80, 0xA0), 0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
+                                      *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF))
+    + (b"#033[",)
+)
 
 
 class _Find:
@@ -63,7 +70,7 @@ class _Hyperscan:
     def __init__(self, cs: list[bytes], ci: list[bytes]) -> None:
         import hyperscan
 
-        exprs = [re.escape(x.decode("utf-8", "replace")).encode() for x in cs + ci]
+        exprs = [b"".join(b"\\x%02x" % c for c in x) for x in cs + ci]  # any byte, NUL included
         flags = [0] * len(cs) + [hyperscan.HS_FLAG_CASELESS] * len(ci)
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
@@ -124,7 +131,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0) -> None:
         for line_no, text in read_lines(fp, name):
             p.feed_line(line_no, text)
         return
-    scanner = _backend([x.encode() for x in lits[0]], [x.encode() for x in lits[1]])
+    scanner = _backend([x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]])
     ln = 0
     held = b""
     last = [b"", 0, True]  # the last line read, its number, and whether it was fed

@@ -83,3 +83,54 @@ def test_scan_path_equals_line_path(rules, raw_lines):
     ra, rb = a.finish("x").to_json(), b.finish("x").to_json()
     assert [d["cause"] for d in ra["diagnoses"]] == [d["cause"] for d in rb["diagnoses"]]
     assert ra["status"] == rb["status"]
+
+
+# What a hostile or odd log adds inside lines: terminal escapes, NULs, C1, bidi and zero-width characters.
+NOISE = ["\x1b[0m", "\x1b[31;1m", "\x00", "\x1b]0;title\x07", "\u200b", "\u202e", "\x85", "\x7f", "\ufeff"]
+ROOT_LINES = [
+    "ImportError: Vendored FlashAttention CUTE is not available",
+    "[2026-01-01 00:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    "[2026-01-01 00:00:09] The server is fired up and ready to roll!",
+    "ModuleNotFoundError: No module named 'sgl_kernel'",
+]
+
+
+@st.composite
+def odd_logs(draw):
+    base = draw(st.lists(st.one_of(st.sampled_from(PIECES + ROOT_LINES), st.text(max_size=30)), max_size=40))
+    out = []
+    for line in base:
+        line = line.replace("\n", " ").replace("\r", " ").replace("\x0b", " ").replace("\x0c", " ")
+        line = line.replace("\x1c", " ").replace("\x1d", " ").replace("\x1e", " ").replace("\x85", " ")
+        line = line.replace("\u2028", " ").replace("\u2029", " ")
+        for _ in range(draw(st.integers(0, 2))):
+            at = draw(st.integers(0, len(line)))
+            line = line[:at] + draw(st.sampled_from(NOISE)) + line[at:]
+        out.append(line)
+    return out, draw(st.sampled_from(["utf-8", "utf-16"])), draw(st.sampled_from(["\n", "\r\n", "\r"]))
+
+
+def _verdict(p: Pipeline) -> tuple:
+    r = p.finish("x").to_json()
+    return r["status"], [d["cause"] for d in r["diagnoses"]], [ph["name"] for ph in r.get("phases", [])]
+
+
+@settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+          deadline=None)
+@given(odd_logs())
+def test_scan_of_odd_bytes_equals_feeding_every_line(rules, log):
+    from logsense.sources.recorded import as_text_bytes
+
+    lines, encoding, ending = log
+    text = ending.join(lines) + ending
+    data = text.encode("utf-8", "surrogatepass") if encoding == "utf-8" else "\ufeff".encode("utf-16-le") + \
+        text.encode("utf-16-le", "surrogatepass")
+    if ending == "\r" and not any(lines):
+        return  # nothing but line ends: no text to find
+    scanned = Pipeline(rules)
+    feed_stream(as_text_bytes(io.BufferedReader(io.BytesIO(data)), "x"), scanned, "x")
+    every = Pipeline(rules)
+    for n, line in enumerate(lines, 1):
+        every.feed_line(n, line.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+    assert _verdict(scanned) == _verdict(every), repr(log)

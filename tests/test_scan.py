@@ -73,3 +73,48 @@ def test_literal_index_same_with_and_without_aho_corasick(monkeypatch):
     slow = pf.LiteralIndex(entries, always=["x"])
     for t in texts:
         assert sorted(fast.keys_in(t)) == sorted(slow.keys_in(t))
+
+
+FILLER = b"".join(b"[2026-01-01 00:00:00] filler line %d\n" % i for i in range(300))
+FA4 = "ImportErr\x1b[0mor: Vendored Flash\x1b[0mAttention CUTE is not available\n"
+
+
+def _analyze_bytes(tmp_path, name: str, data: bytes, scan: str = "") -> tuple[int, dict]:
+    import os
+    import subprocess
+    import sys
+
+    f = tmp_path / name
+    f.write_bytes(data)
+    env = {**os.environ, "LOGSENSE_SCAN": scan}
+    p = subprocess.run([sys.executable, "-m", "logsense", "analyze", "-f", "json", str(f)], capture_output=True,
+                       timeout=120, env=env)
+    return p.returncode, json.loads(p.stdout) if p.stdout else {"stderr": p.stderr.decode()}
+
+
+@pytest.mark.parametrize("noise", ["\x1b[0m", "\x00", "\u200b", "\x85"], ids=["ansi", "nul", "zero-width", "c1"])
+def test_a_literal_split_by_noise_is_still_found(rules, noise):
+    data = FILLER + FA4.replace("\x1b[0m", noise).encode()
+    scanned, every = _report(rules, data, True), _report(rules, data, False)
+    assert scanned == every
+    assert [d["cause"] for d in scanned["diagnoses"]] == ["flash_attn_cute_unavailable"]
+
+
+@pytest.mark.parametrize("encode", [
+    pytest.param(lambda t: "\ufeff".encode("utf-16-le") + t.encode("utf-16-le"), id="utf-16-le-bom"),
+    pytest.param(lambda t: "\ufeff".encode("utf-16-be") + t.encode("utf-16-be"), id="utf-16-be-bom"),
+    pytest.param(lambda t: t.replace("\n", "\r").encode(), id="cr-only"),
+    pytest.param(lambda t: __import__("bz2").compress(t.encode()), id="bzip2"),
+    pytest.param(lambda t: __import__("lzma").compress(t.encode()), id="xz"),
+])
+def test_odd_encodings_are_read_as_text(tmp_path, encode):
+    text = FILLER.decode() + FA4.replace("\x1b[0m", "")
+    for scan in ("", "off"):
+        code, rep = _analyze_bytes(tmp_path, "x.log.gz", encode(text), scan)
+        assert code == 1, rep
+        assert rep["lines"] == 301 and rep["diagnoses"][0]["cause"] == "flash_attn_cute_unavailable"
+
+
+def test_zstd_is_a_clear_error_not_binary(tmp_path):
+    code, rep = _analyze_bytes(tmp_path, "x.log.gz", b"\x28\xb5\x2f\xfd" + b"\x00" * 40)
+    assert code == 2 and "zstd" in rep["stderr"]

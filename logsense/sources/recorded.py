@@ -81,10 +81,91 @@ def open_recorded(path: str) -> tuple[BinaryIO, str]:
         except OSError as e:
             raise source_error(path, e) from None
     buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    return as_text_bytes(buffered, name), name
+
+
+# Compressed formats, told by their magic bytes (never by the file name).
+_ZSTD, _XZ, _BZ2 = b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00", b"BZh"
+_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+
+
+def as_text_bytes(fp: BinaryIO, name: str) -> BinaryIO:
+    """The log's lines as UTF-8 bytes ending in \\n, whatever the file holds.
+
+    gzip, bzip2 and xz are decompressed (zstd is refused: no reader in the standard library),
+    UTF-16 with a byte-order mark is decoded, and a log whose lines end in a lone \\r (no \\n in
+    its first 64 KiB) has them turned into \\n: the rules and the block scanner then see the same
+    text, line by line.
+    """
+    buffered = fp if hasattr(fp, "peek") else io.BufferedReader(fp)  # type: ignore[arg-type]
+    head = _peek(buffered, 8, name)
+    if head[:2] == b"\x1f\x8b":
+        return as_text_bytes(io.BufferedReader(gzip.GzipFile(fileobj=buffered)), name)  # type: ignore[arg-type]
+    if head[:3] == _BZ2 and head[3:4].isdigit():
+        import bz2
+
+        return as_text_bytes(io.BufferedReader(bz2.BZ2File(buffered)), name)  # type: ignore[arg-type]
+    if head[:6] == _XZ:
+        import lzma
+
+        return as_text_bytes(io.BufferedReader(lzma.LZMAFile(buffered)), name)  # type: ignore[arg-type]
+    if head[:4] == _ZSTD:
+        raise SourceError(f"{name}: zstd-compressed; decompress it first (zstd -dc {name} | logsense analyze -)")
+    if head[:2] in _BOMS:
+        return as_text_bytes(io.BufferedReader(_Recoded(buffered, _BOMS[head[:2]], name), BLOCK), name)
+    start = _peek(buffered, 1 << 16, name)
+    if b"\r" in start and b"\n" not in start:
+        return io.BufferedReader(_Recoded(buffered, None, name), BLOCK)  # type: ignore[return-value]
+    return buffered
+
+
+def _peek(fp: BinaryIO, n: int, name: str) -> bytes:
     try:
-        magic = buffered.peek(2)[:2]
+        return fp.peek(n)[:n]  # type: ignore[attr-defined]
+    except (EOFError, zlib.error, gzip.BadGzipFile, lzma_errors()) as e:
+        raise SourceError(f"{name}: compressed data is truncated or corrupt ({e})") from None
     except OSError as e:
         raise SourceError(f"{name}: cannot read: {e.strerror or e}") from None
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=buffered), name  # type: ignore[return-value]
-    return buffered, name
+
+
+def lzma_errors() -> type[Exception]:
+    import lzma
+
+    return lzma.LZMAError
+
+
+class _Recoded(io.RawIOBase):
+    """A byte stream decoded from `encoding` (None: UTF-8 kept) to UTF-8, with lone \\r line ends made \\n."""
+
+    def __init__(self, inner: BinaryIO, encoding: str | None, name: str) -> None:
+        import codecs
+
+        self.inner, self.name = inner, name
+        self.decoder = codecs.getincrementaldecoder(encoding)("replace") if encoding else None
+        self.pending = b""
+        self.first = True
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self.pending:
+            try:
+                chunk = self.inner.read(BLOCK)
+            except (EOFError, zlib.error, lzma_errors()) as e:
+                raise SourceError(f"{self.name}: compressed data is truncated or corrupt ({e})") from None
+            if self.decoder is not None:
+                text = self.decoder.decode(chunk, final=not chunk)
+                if self.first and text.startswith("\ufeff"):
+                    text = text[1:]
+                self.first = False
+                data = text.encode("utf-8", "replace")
+            else:
+                data = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if not chunk and not data:
+                return 0
+            self.pending = data
+        n = min(len(b), len(self.pending))
+        b[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
