@@ -86,6 +86,16 @@ def test_a_wheel_gives_the_same_sites_as_the_tree(pkg, tmp_path):
     assert open_distribution(pkg).version == "1.2.3"
 
 
+def test_an_installed_package_takes_its_own_dist_info_version(tmp_path):
+    for dist, version in (("aaa", "9.9"), ("fakesrv", "2.0")):
+        info = tmp_path / f"{dist}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Name: {dist}\nVersion: {version}\n")
+    shutil.copytree(FIXTURE / "fakesrv", tmp_path / "fakesrv")
+    d = open_distribution(tmp_path / "fakesrv")
+    assert (d.name, d.version) == ("fakesrv", "2.0")
+
+
 def test_templates_turn_every_placeholder_into_a_hole():
     assert Template.of(printf_parts("a %s b %5.2f c 100%% d %(name)r")).text == "a {*} b {*} c 100% d {*}"
     assert Template.of(format_parts("x {} y {0!r:>3} z {{lit}}")).text == "x {*} y {*} z {lit}"

@@ -72,7 +72,8 @@ def open_distribution(path: str | Path, name: str | None = None) -> Distribution
             raise UsageError(f"{path}: not a wheel (zip) or a directory")
         m = _WHEEL.match(p.name)
         return Distribution(p, name or (m["name"].lower() if m else None), m["version"] if m else _zip_version(p))
-    return Distribution(p, name or _dir_name(p), _dir_version(p))
+    name = name or _dir_name(p)
+    return Distribution(p, name, _dir_version(p, name))
 
 
 def _zip_version(p: Path) -> str | None:
@@ -92,9 +93,12 @@ def _dir_name(p: Path) -> str:
     return p.name if p.name in packages or len(packages) != 1 else packages[0]
 
 
-def _dir_version(p: Path) -> str | None:
-    """From *.dist-info/METADATA, or a version.py/_version.py that assigns a string literal."""
-    for meta in sorted(p.glob("*.dist-info/METADATA")) + sorted(p.glob("../*.dist-info/METADATA")):
+def _dir_version(p: Path, name: str) -> str | None:
+    """From NAME-*.dist-info/METADATA beside or inside `p`, or a version file assigning a string literal."""
+    dist = re.sub(r"[-_.]+", "_", name).lower()
+    metas = [m for m in sorted(p.glob("*.dist-info/METADATA")) + sorted(p.parent.glob("*.dist-info/METADATA"))
+             if re.sub(r"[-_.]+", "_", m.parent.name.split("-")[0]).lower() == dist]
+    for meta in metas:
         for line in meta.read_text("utf-8", "replace").splitlines():
             if line.startswith("Version:"):
                 return line.split(":", 1)[1].strip()
