@@ -181,6 +181,7 @@ def train(
         "--readme", help="Also rewrite the held-out table between the generated-table markers of this file.")] = None,
 ) -> None:
     """Fit the learned classifier on a labelled corpus, printing cross-validated metrics."""
+    _needs_extra("learn", "numpy", "sklearn")
     from logsense.commands import learn as cmd
 
     raise typer.Exit(cmd.train(corpus, output, readme=readme))
@@ -193,6 +194,7 @@ def eval_(
 ) -> None:
     """Per-cause precision / recall and the confusion matrix, split by incident source."""
     _check_format(fmt, ("text", "json", "markdown"))
+    _needs_extra("learn", "numpy", "sklearn")
     from logsense.commands import learn as cmd
 
     raise typer.Exit(cmd.evaluate(corpus, fmt))
@@ -306,6 +308,17 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
         from logsense.errors import UsageError
 
         raise UsageError(f"--format {fmt!r}: choose from {', '.join(allowed)}")
+
+
+def _needs_extra(extra: str, *modules: str) -> None:
+    """Say which pip extra a command needs, rather than fail on its first import."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        from logsense.errors import UsageError
+
+        raise UsageError(f"this command needs {', '.join(missing)}: pip install 'logsense[{extra}]'")
 
 
 def main() -> None:

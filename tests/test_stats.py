@@ -119,3 +119,65 @@ def test_parquet(tmp_path, two_logs):
     p = _stats(str(two_logs), "--format", "parquet", "-o", str(out))
     assert p.returncode == 0, p.stderr
     assert len(pd.read_parquet(out)) == 2
+
+
+def _tgz(path, members: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_broken_archives_are_error_rows_and_the_rest_goes_on(tmp_path, two_logs):
+    big = b"".join(b"[2026-01-01 00:00:00] filler %d\n" % i for i in range(60000))
+    whole = tmp_path / "whole.tar.gz"
+    _tgz(whole, {"a/bad.log": FAILED.read_bytes(), "b/big.log": big, "c/good.log": HEALTHY.read_bytes()})
+    data = whole.read_bytes()
+    (tmp_path / "cut.tar.gz").write_bytes(data[: len(data) * 2 // 3])
+    (tmp_path / "notzip.zip").write_bytes(b"this is not a zip")
+    (tmp_path / "nottar.tar.gz").write_bytes(__import__("gzip").compress(b"not a tar at all\n" * 100))
+    (tmp_path / "reallybz2.log.gz").write_bytes(__import__("bz2").compress(FAILED.read_bytes()))
+    (tmp_path / "reallyzstd.log.gz").write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 64)
+    (tmp_path / "good.log").write_bytes(HEALTHY.read_bytes())
+    os.mkfifo(tmp_path / "pipe.log")  # walked, never opened: it would wait forever
+    p = _stats(str(tmp_path), "-f", "json", "-j", "2")
+    assert p.returncode == 0, p.stderr
+    rows = {r["source"].replace(str(tmp_path) + "/", ""): r for r in json.loads(p.stdout)}
+    assert "pipe.log" not in rows
+    assert rows["cut.tar.gz!a/bad.log"]["status"] == "failed"
+    assert any(k.startswith("cut.tar.gz") and r["status"] == "error" for k, r in rows.items())
+    assert rows["notzip.zip"]["status"] == "error" and "zip" in rows["notzip.zip"]["error"]
+    assert rows["nottar.tar.gz"]["status"] == "error" and "tar" in rows["nottar.tar.gz"]["error"]
+    assert rows["reallybz2.log.gz"]["status"] == "failed"
+    assert rows["reallyzstd.log.gz"]["status"] == "error" and "zstd" in rows["reallyzstd.log.gz"]["error"]
+    assert rows["good.log"]["status"] == "ready"
+    assert "whole.tar.gz!b/big.log" in rows
+
+
+def test_tar_members_are_spooled_not_held(tmp_path):
+    from logsense.learn import stats
+
+    tgz = tmp_path / "x.tar.gz"
+    _tgz(tgz, {"a.log": b"x\n" * 1000, "b.log": b"y\n" * 1000})
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    tasks = list(stats.tasks([str(tgz)], str(spool)))
+    assert [t.kind for t in tasks] == ["spooled", "spooled"]
+    assert all(not isinstance(t, tuple) for t in tasks)
+    stats.row_from_path(tasks[0])
+    assert not os.path.exists(tasks[0].path)  # removed once read
+
+
+def test_csv_has_no_raw_escapes(tmp_path):
+    f = tmp_path / ("evil\x1b]0;PWNED\x07.log")
+    f.write_bytes(FAILED.read_bytes())
+    p = _stats(str(tmp_path), "-f", "csv")
+    assert "\x1b" not in p.stdout and "\x07" not in p.stdout and "evil.log" in p.stdout
+
+
+def test_stats_without_pandas_names_the_extra(tmp_path):
+    code = (f"import sys; sys.modules['pandas'] = None; sys.argv = ['logsense', 'stats', {str(FAILED)!r}]; "
+            "from logsense.cli import main; main()")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "logsense[stats]" in p.stderr and "internal error" not in p.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from logsense.commands.common import console
+from logsense.commands.common import PIPED_WIDTH, SafeConsole, console
 from logsense.errors import ExitCode, UsageError
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -22,6 +22,10 @@ def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: 
     missing = [p for p in paths if not any(ch in p for ch in "*?[") and not os.path.exists(p)]
     if missing:
         raise UsageError(f"{missing[0]}: no such file or directory")
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        raise UsageError("logsense stats needs pandas: pip install 'logsense[stats]'") from None
     from logsense.learn.stats import frame
 
     df = frame(paths, jobs)
@@ -30,7 +34,7 @@ def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: 
     if fmt == "table":
         _table(df, output)
     elif fmt == "csv":
-        _write_text(df.to_csv(index=False), output)
+        _write_text(_cleaned(df).to_csv(index=False), output)
     elif fmt == "json":
         _write_text(df.to_json(orient="records", indent=2) + "\n", output)
     else:
@@ -40,6 +44,17 @@ def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: 
             raise UsageError("--format parquet needs pyarrow: pip install 'logsense[stats]'") from None
         df.to_parquet(output if output else sys.stdout.buffer, index=False)
     return int(ExitCode.FAILURE if (df["status"] == "error").all() else ExitCode.OK)
+
+
+def _cleaned(df):
+    """Text cells without control characters: a csv is often just `cat`-ed to a terminal."""
+    from logsense.normalize import clean
+
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype.kind not in "biufM":  # text columns, whatever pandas calls their dtype
+            out[col] = out[col].map(lambda v: clean(v) if isinstance(v, str) else v)
+    return out
 
 
 def _write_text(text: str, output: str | None) -> None:
@@ -52,17 +67,17 @@ def _write_text(text: str, output: str | None) -> None:
 
 
 def _table(df, output: str | None) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from logsense.normalize import clean
 
+    fit = output is None and sys.stdout.isatty()  # a terminal: fit its width; a file or pipe: every cell whole
     t = Table(show_edge=False, header_style="bold", pad_edge=False)
-    t.add_column("source", no_wrap=True, overflow="ellipsis", min_width=12, max_width=48)
+    t.add_column("source", no_wrap=True, overflow="ellipsis", min_width=12, max_width=48 if fit else None)
     t.add_column("status", no_wrap=True, min_width=10)
-    t.add_column("cause", no_wrap=True, overflow="ellipsis", min_width=14, max_width=30)
-    t.add_column("phase", no_wrap=True, overflow="ellipsis", min_width=8, max_width=18)
+    t.add_column("cause", no_wrap=True, overflow="ellipsis", min_width=14, max_width=30 if fit else None)
+    t.add_column("phase", no_wrap=True, overflow="ellipsis", min_width=8, max_width=18 if fit else None)
     t.add_column("time", justify="right", no_wrap=True, min_width=9)
     t.add_column("sure", justify="right", no_wrap=True, min_width=10)
     for r in df.to_dict("records"):
@@ -77,13 +92,11 @@ def _table(df, output: str | None) -> None:
     summary = Text(f"{len(df)} logs: " + ", ".join(f"{k} {v}" for k, v in counts.items()), style="bold")
     if output:
         with open(output, "w", encoding="utf-8") as fh:
-            con = Console(file=fh, width=140, no_color=True, markup=False, emoji=False, highlight=False)
+            con = SafeConsole(file=fh, width=PIPED_WIDTH, no_color=True, markup=False, emoji=False, highlight=False)
             con.print(t)
             con.print(summary)
     else:
         con = console()
-        if not sys.stdout.isatty():
-            con.width = 140  # piped: nobody's terminal to fit, keep the columns whole
         con.print(t)
         con.print(summary)
 

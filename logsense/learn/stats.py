@@ -8,12 +8,18 @@ loads the rules once per partition). Only `frame` imports pandas.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import glob
 import io
+import lzma
 import os
+import shutil
+import stat
 import tarfile
+import tempfile
 import zipfile
+import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -27,7 +33,6 @@ COLUMNS = [
 ]
 LOG_PATTERNS = ("*.log", "*.log.gz", "*.txt", "*.txt.gz", "*.out", "*.journal.txt", "*.jsonl")
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
-MAX_MEMBER_BYTES = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,8 @@ class LogSource:
     name: str
     path: str
     member: str | None = None
-    kind: str = "file"  # file | zip
+    kind: str = "file"  # file | zip | spooled (a tar member copied to a temp file, removed once read) | error
+    error: str | None = None  # kind error: why this archive or member could not be read
 
 
 def is_archive(path: str) -> bool:
@@ -60,11 +66,19 @@ def expand(paths: Iterable[str]) -> Iterator[str]:
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for f in files:
                     full = os.path.join(root, f)
-                    if looks_like_log(f) or is_archive(f):
+                    if (looks_like_log(f) or is_archive(f)) and _regular(full):
                         found.append(full)
             yield from sorted(found)
         else:
             yield p
+
+
+def _regular(path: str) -> bool:
+    """A FIFO, socket or device in a walked dir is skipped: opening a FIFO would wait forever."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # unreadable: its row says why
 
 
 # --- the per-log function ---
@@ -161,14 +175,10 @@ def _time_at(recent: deque[tuple[int, str]], line: int | None) -> str | None:
 
 
 def _read(fp: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
-    from logsense.sources.recorded import read_lines
+    from logsense.sources.recorded import as_text_bytes, read_lines
 
     buffered = fp if isinstance(fp, io.BufferedReader) else io.BufferedReader(fp)  # type: ignore[arg-type]
-    if buffered.peek(2)[:2] == b"\x1f\x8b":
-        import gzip
-
-        return read_lines(gzip.GzipFile(fileobj=buffered), name)  # type: ignore[arg-type]
-    return read_lines(buffered, name)
+    return read_lines(as_text_bytes(buffered, name), name)
 
 
 def row_from_bytes(name: str, data: bytes, rules=None) -> dict:
@@ -184,6 +194,8 @@ def row_from_path(src: LogSource | str) -> dict:
     if isinstance(src, str):
         src = LogSource(src, src)
     try:
+        if src.kind == "error":
+            return _error_row(src.name, src.error or "cannot read")
         if src.kind == "zip":
             with zipfile.ZipFile(src.path) as z, z.open(src.member or "") as fp:
                 return row_from_lines(src.name, _read(fp, src.name))  # type: ignore[arg-type]
@@ -191,11 +203,15 @@ def row_from_path(src: LogSource | str) -> dict:
 
         fp, name = open_recorded(src.path)
         try:
-            return row_from_lines(src.name, read_lines(fp, name))
+            return row_from_lines(src.name, read_lines(fp, src.name if src.kind == "spooled" else name))
         finally:
             fp.close()
     except Exception as e:  # noqa: BLE001
         return _error_row(src.name, e)
+    finally:
+        if src.kind == "spooled":
+            with contextlib.suppress(OSError):
+                os.unlink(src.path)
 
 
 def rows(items: Iterable[tuple[str, bytes]]) -> Iterator[dict]:
@@ -205,61 +221,89 @@ def rows(items: Iterable[tuple[str, bytes]]) -> Iterator[dict]:
         yield row_from_bytes(name, data, rules)
 
 
-def _error_row(name: str, e: Exception) -> dict:
+def _error_row(name: str, e: Exception | str) -> dict:
     row = dict.fromkeys(COLUMNS)
-    row.update(source=name, status="error", error=f"{type(e).__name__}: {e}"[:300])
+    row.update(source=name, status="error", error=(e if isinstance(e, str) else f"{type(e).__name__}: {e}")[:300])
     return row
 
 
 # --- many logs ---
 
 
-def _tar_members(path: str) -> Iterator[tuple[str, bytes]]:
-    """A tar read front to back once (a .tar.gz has no random access): (name, bytes) of its logs."""
-    with tarfile.open(path, "r:*") as tar:
-        for m in tar:
-            if m.isfile() and looks_like_log(m.name) and m.size <= MAX_MEMBER_BYTES:
-                fp = tar.extractfile(m)
-                if fp is not None:
-                    yield f"{path}!{m.name}", fp.read()
+def _tar_members(path: str, spool: str) -> Iterator[LogSource]:
+    """A tar read front to back once (a .tar.gz has no random access): each log member is copied to a
+    file in `spool` in blocks (memory stays bounded whatever its size) and read from there by a worker.
+    A broken archive or member is an error row; the members before it keep theirs."""
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for m in tar:
+                if not (m.isfile() and looks_like_log(m.name)):
+                    continue
+                name = f"{path}!{m.name}"
+                fd, tmp = tempfile.mkstemp(dir=spool, suffix=".log")
+                try:
+                    with os.fdopen(fd, "wb") as out:
+                        fp = tar.extractfile(m)
+                        if fp is not None:
+                            shutil.copyfileobj(fp, out, 1 << 20)
+                except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as e:
+                    os.unlink(tmp)
+                    yield LogSource(name, path, m.name, "error", f"archive member unreadable: {_why(e)}")
+                    return
+                yield LogSource(name, tmp, m.name, "spooled")
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as e:
+        yield LogSource(path, path, None, "error", f"not a readable tar archive: {_why(e)}")
 
 
-def tasks(paths: Iterable[str]) -> Iterator[LogSource | tuple[str, bytes]]:
+def _zip_members(path: str) -> Iterator[LogSource]:
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as e:
+        yield LogSource(path, path, None, "error", f"not a readable zip archive: {_why(e)}")
+        return
+    for info in infos:
+        if not info.is_dir() and looks_like_log(info.filename):
+            yield LogSource(f"{path}!{info.filename}", path, info.filename, "zip")
+
+
+def _why(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+def tasks(paths: Iterable[str], spool: str) -> Iterator[LogSource]:
+    """What to read, log by log: files, zip members, and tar members spooled into the dir `spool`."""
     for p in expand(paths):
         low = p.lower()
         if low.endswith(".zip"):
-            with zipfile.ZipFile(p) as z:
-                for info in z.infolist():
-                    if not info.is_dir() and looks_like_log(info.filename):
-                        yield LogSource(f"{p}!{info.filename}", p, info.filename, "zip")
+            yield from _zip_members(p)
         elif is_archive(low):
-            yield from _tar_members(p)
+            yield from _tar_members(p, spool)
         else:
             yield LogSource(p, p)
 
 
-def _run(task: LogSource | tuple[str, bytes]) -> dict:
-    if isinstance(task, LogSource):
-        return row_from_path(task)
-    return row_from_bytes(task[0], task[1])
+def _run(task: LogSource) -> dict:
+    return row_from_path(task)
 
 
 def collect(paths: Iterable[str], jobs: int = 0) -> list[dict]:
     """Every log's row, in input order; `jobs` worker processes (0: one per core, 1: none)."""
     jobs = jobs or os.cpu_count() or 1
-    todo = tasks(paths)
-    if jobs <= 1:
-        return [_run(t) for t in todo]
-    out: list[dict] = []
-    pending: deque[Future] = deque()
-    with ProcessPoolExecutor(max_workers=jobs) as ex:
-        for t in todo:
-            pending.append(ex.submit(_run, t))
-            while len(pending) >= jobs * 4:  # bounded: a huge archive is not read into memory at once
+    with tempfile.TemporaryDirectory(prefix="logsense-stats-") as spool:
+        todo = tasks(paths, spool)
+        if jobs <= 1:
+            return [_run(t) for t in todo]
+        out: list[dict] = []
+        pending: deque[Future] = deque()
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            for t in todo:
+                pending.append(ex.submit(_run, t))
+                while len(pending) >= jobs * 4:  # bounded: at most this many spooled members on disk
+                    out.append(pending.popleft().result())
+            while pending:
                 out.append(pending.popleft().result())
-        while pending:
-            out.append(pending.popleft().result())
-    return out
+        return out
 
 
 def frame(paths: Iterable[str] | str, jobs: int = 0):
