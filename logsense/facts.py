@@ -60,6 +60,24 @@ _VLLM_FACTS = {"model": "model_path", "tensor_parallel_size": "tp_size", "pipeli
                "gpu_memory_utilization": "gpu_memory_utilization", "max_num_seqs": "max_num_seqs",
                "enforce_eager": "enforce_eager", "kv_cache_dtype": "kv_cache_dtype", "quantization": "quantization",
                "port": "port", "trust_remote_code": "trust_remote_code", "max_num_batched_tokens": "max_num_batched_tokens"}
+# Counts are numbers wherever they come from (the server_args dump gives ints): one type a fact.
+_COUNTS = frozenset({"max_running_requests", "max_total_num_tokens", "context_len", "kv_cache_tokens",
+                     "max_model_len_fits"})
+
+
+def _typed(name: str, value: str) -> Any:
+    if name == "gpu_name":
+        return value.replace("_", " ")
+    if name in _COUNTS and value.replace(",", "").isdigit():
+        return int(value.replace(",", ""))
+    if name == "kv_cache_memory_gib":
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
 # Every name `Facts.snapshot` can give besides the `arg_*` ones: a fix template may name these
 # (a test checks the list against what the corpus yields).
 FACT_NAMES = frozenset(
@@ -203,7 +221,7 @@ class Facts:
                 rx, name = self._simple[key[1]]
                 m = rx.search(msg)
                 if m and name not in self.values:
-                    self.values[name] = m.group(1).replace("_", " ") if name == "gpu_name" else m.group(1)
+                    self.values[name] = _typed(name, m.group(1))
             elif key[0] == "args" and "server_args=" in msg and not self.args:
                 try:
                     self.args = parse_server_args(msg)

@@ -121,3 +121,12 @@ def test_piped_text_is_not_wrapped(tmp_path):
     long_name.write_text(HEALTHY)
     p = run("analyze", str(long_name), env={**os.environ, "COLUMNS": "80"})
     assert any(str(long_name) in ln for ln in p.stdout.splitlines())
+
+
+def test_facts_keep_one_type(tmp_path):
+    f = tmp_path / "x.log"
+    f.write_text(HEALTHY + "[2026-11-20 10:00:11 TP0] max_total_num_tokens=86461, chunked_prefill_size=2048, "
+                 "max_prefill_tokens=16384, max_running_requests=2049, context_len=131072\n")
+    facts = json.loads(run("analyze", "-f", "json", str(f)).stdout)["facts"]
+    assert facts["max_total_num_tokens"] == 86461 and facts["context_len"] == 131072
+    assert facts["max_running_requests"] == 2049
