@@ -56,3 +56,57 @@ def test_no_color_and_dumb_terminal(tmp_path):
         # bold and dim may stay (NO_COLOR is about colour); no foreground or background colour
         assert p.returncode == 1 and not [c for c in colours if re.search(rb"(?:^|;)(?:3|4|9|10)\d", c)], colours
         assert b"Traceback" not in p.stderr
+
+
+SNEAKY = "bidi\u202eevil\u2066iso\u2069 zero\u200bwidth c1\x85\x9d end"
+
+
+def _visible_only(text: str) -> None:
+    for ch in ("\u202e", "\u2066", "\u2069", "\u200b", "\x85", "\x9d", "\x1b]", "\x07"):
+        assert ch not in text, (ch, text)
+
+
+def test_the_safe_console_cleans_every_text_view():
+    from logsense.commands.common import SafeConsole
+
+    d = Diagnosis("unknown", None, True, Origin.RULE, 0.3, SNEAKY, SNEAKY, "warmup",
+                  (Evidence(1, SNEAKY),), (Fix("flag", SNEAKY, SNEAKY),))
+    report = Report(SNEAKY, Status.FAILED, "warmup", (), (d,), {}, 1)
+    buf = io.StringIO()
+    render(report, SafeConsole(file=buf, force_terminal=True, color_system="truecolor", markup=False, width=200))
+    out = SGR.sub("", buf.getvalue())
+    _visible_only(out)
+    assert "bidievil" in out and "zerowidth" in out
+
+
+def test_rules_show_and_pack_errors_print_no_escapes(tmp_path):
+    import subprocess
+    import sys
+
+    d = tmp_path / "pack\x1b]0;PWNED\x07"
+    d.mkdir()
+    (d / "x.yaml").write_text('rules:\n  - id: esc\n    cause: unknown\n    role: symptom\n'
+                              '    title: "x\\e]0;PWNED\\e\\\\ \\u202e evil \\u200b"\n'
+                              '    match:\n      any: [boom]\n'
+                              '    examples:\n      match: [boom, boom a]\n      no_match: [a, b]\n')
+    p = subprocess.run([sys.executable, "-m", "logsense", "rules", "show", "esc", "--only-rules", str(d)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    _visible_only(p.stdout)
+    assert "\x1b" not in p.stdout and "title: x" in p.stdout
+    (d / "y.yaml").write_text("rules: 3\n")
+    p = subprocess.run([sys.executable, "-m", "logsense", "rules", "list", "--only-rules", str(d)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "y.yaml" in p.stderr
+    _visible_only(p.stderr)
+    assert "\x1b" not in p.stderr
+
+
+def test_json_lines_never_break_inside_a_record():
+    from logsense.report.json import dumps_line
+
+    line = dumps_line({"text": "a\u2028b\u2029c\x85d\ne"})
+    assert line.splitlines() == [line]
+    import json
+
+    assert json.loads(line)["text"] == "a\u2028b\u2029c\x85d\ne"

@@ -1,4 +1,4 @@
-"""The JSON contract of `logsense analyze --format json` (see docs: one object per input)."""
+"""The JSON contract of `logsense analyze --format json` (one object per input; several inputs: one array)."""
 
 from __future__ import annotations
 
@@ -20,3 +20,12 @@ def report_dict(report: Report, problems: list | None = None) -> dict[str, Any]:
 
 def dumps(report: Report, problems: list | None = None) -> str:
     return json.dumps(report_dict(report, problems), ensure_ascii=False, indent=2)
+
+
+# Line separators that JSON leaves raw but `str.splitlines()` (and some terminals) break lines at.
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def dumps_line(obj: Any) -> str:
+    """One JSON value on exactly one line, whatever the text inside holds (JSON Lines)."""
+    return json.dumps(obj, ensure_ascii=False).translate(_LINE_BREAKS)
