@@ -75,7 +75,7 @@ class Line:
     line: int
     text: str
     phase: str
-    kind: str  # exception | error | traceback | warning | frame | source | chain | line
+    kind: str  # exception | error | traceback | warning | frame | source | chain | benign | line
     template: str
     masked: str
     chain: int | None = None  # the traceback chain this line is part of (see Kinds)
@@ -371,11 +371,32 @@ def compare(good_path: str, bad_path: str, rules: RuleSet) -> DiffResult:
     """Read the good log, then the bad one (each once, streaming), and compare them."""
     good = read_run(good_path, rules)
     bad = read_run(bad_path, rules, reference=good.observer.all.miner)
-    return compare_runs(good, bad)
+    return compare_runs(good, bad, benign_patterns(rules))
 
 
-def compare_runs(good: Run, bad: Run) -> DiffResult:
+def benign_patterns(rules: RuleSet) -> list:
+    """Lines the fatal rules name as no failure (their `not:`), e.g. "Ignore import error when loading ...":
+    an error-looking line of that kind is not an error the bad run printed."""
+    return [p for r in rules.rules if r.spec.role == "fatal" for p in r.not_]
+
+
+def _mark_benign(lines: list[Line], benign: list) -> None:
+    from logsense.rules.compile import MATCH_TIMEOUT
+
+    for x in lines:
+        if x.errorish:
+            for p in benign:
+                try:
+                    if p.regex.search(x.text, timeout=MATCH_TIMEOUT):
+                        x.kind = "benign"
+                        break
+                except TimeoutError:
+                    continue
+
+
+def compare_runs(good: Run, bad: Run, benign: list | None = None) -> DiffResult:
     bad_only = bad.observer.new.items()
+    _mark_benign(bad_only, benign or [])
     bad_templates = bad.observer.all.miner
     good_only = [x for x in good.observer.all.items() if bad_templates.match_masked(x.masked) is None]
     error, chain = first_error(bad_only, bad.observer.kinds.handled)

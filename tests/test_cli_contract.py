@@ -130,3 +130,19 @@ def test_facts_keep_one_type(tmp_path):
     facts = json.loads(run("analyze", "-f", "json", str(f)).stdout)["facts"]
     assert facts["max_total_num_tokens"] == 86461 and facts["context_len"] == 131072
     assert facts["max_running_requests"] == 2049
+
+
+def test_diff_of_two_healthy_runs_ignores_a_line_the_rules_know_as_benign(tmp_path):
+    good = tmp_path / "good.log"
+    good.write_text(HEALTHY)
+    lines = HEALTHY.splitlines(keepends=True)
+    bad = tmp_path / "other.log"
+    bad.write_text("".join(lines[:3]) + "[2026-11-20 10:00:04] Ignore import error when loading "
+                   "sglang.srt.models.foo: ImportError: No module named 'bar'\n" + "".join(lines[3:]))
+    p = run("diff", "-f", "json", str(good), str(bad))
+    assert p.returncode == 0, p.stdout
+    assert json.loads(p.stdout)["first_bad_error"] is None
+    worse = tmp_path / "worse.log"
+    worse.write_text("".join(lines[:3]) + "[2026-11-20 10:00:04] RuntimeError: something new broke\n"
+                     + "".join(lines[3:]))
+    assert run("diff", str(good), str(worse)).returncode == 1
