@@ -146,3 +146,15 @@ def test_diff_of_two_healthy_runs_ignores_a_line_the_rules_know_as_benign(tmp_pa
     worse.write_text("".join(lines[:3]) + "[2026-11-20 10:00:04] RuntimeError: something new broke\n"
                      + "".join(lines[3:]))
     assert run("diff", str(good), str(worse)).returncode == 1
+
+
+def test_pre_commit_hooks_run_once_and_the_readme_pins_nothing_that_does_not_exist():
+    import yaml
+
+    from conftest import ROOT
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert all(h.get("require_serial") is True for h in hooks)  # a wrong label reported once, not per batch
+    readme = (ROOT / "README.md").read_text()
+    assert "rev: v0.1.0" not in readme
+    assert "pip install -e '.[dev,learn,journald]'" in readme
