@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     incidents = corpus.find([argv[0]])
     docs = corpus.documents(incidents, jobs=corpus.default_jobs())
     groups = corpus.groups(incidents, docs)
-    ev = train.cross_validate([d.text for d in docs], docs, [i.cause for i in incidents], groups,
+    ev = train.cross_validate([d.text for d in docs], [i.failed for i in incidents], [i.cause for i in incidents], groups,
                               [i.origin for i in incidents], [i.name for i in incidents], train.Config())
     by_hash = {hashlib.sha256(i.log.read_bytes()).hexdigest(): k for k, i in enumerate(incidents)}
     labels_path = Path(argv[1])

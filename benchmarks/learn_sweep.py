@@ -28,6 +28,7 @@ def main(argv: list[str]) -> int:
     y = [i.cause for i in incidents]
     origin = [i.origin for i in incidents]
     names = [i.name for i in incidents]
+    failed = [i.failed for i in incidents]
     print(f"{len(y)} logs, {len(set(y))} causes, {len(set(groups))} groups")
     base = train.Config()
     configs = {
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
     ev = None
     for name, cfg in configs.items():
         t = time.time()
-        ev = train.cross_validate(texts, docs, y, groups, origin, names, cfg)
+        ev = train.cross_validate(texts, failed, y, groups, origin, names, cfg)
         raw = ev.metrics("model", thresholded=False)
         thr = ev.metrics("model")
         print(f"{name:<18} {raw['top1']:6.3f} {raw['macro_f1']:6.3f} {thr['coverage']:9.3f} "

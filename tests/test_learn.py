@@ -220,7 +220,7 @@ def test_a_cause_is_stated_only_as_sure_as_it_earned(tmp_path, right, said, stat
     clf = Classifier(_write(tmp_path, _small_model(held_out=held)))
     doc = features.build_doc([], [], "weight_loading", False, 0, 1)
     doc = Doc(doc.text + "\nOSError: no space left on device", tracebacks=1)
-    root = clf.consult(doc, [_failed_unknown()], ready=False, phase="weight_loading")[0]
+    root = clf.consult(doc, [_failed_unknown()], phase="weight_loading")[0]
     if stated:
         assert root.cause == "disk_full" and root.origin.value == "classifier"
         assert root.confidence == 0.75  # min(p, 3 / 4)
@@ -308,31 +308,22 @@ def test_shipped_model_speaks_taxonomy(shipped):
 # --- deciding ---
 
 
-def _doc(ready=False, after=0, notes=1) -> Doc:
-    return Doc("zz\n", notes=[object()] * notes, ready=ready, errors_after_ready=after)  # type: ignore[list-item]
-
-
 def test_decide():
     probs = {"kv_cache_insufficient": 0.82, "healthy": 0.1, "disk_full": 0.08}
-    assert decide(probs, _doc(), 0.5) == ("kv_cache_insufficient", 0.82, "kv_cache_insufficient")
-    assert decide(probs, _doc(), 0.9)[0] == "unknown"
-    assert decide(probs, _doc(), 0.9)[2] == "kv_cache_insufficient"  # the best guess is kept
-    assert decide(probs, _doc(ready=True), 0.5)[0] == "healthy"  # ready, no error after it
-    assert decide(probs, _doc(ready=True, after=2), 0.5)[0] == "kv_cache_insufficient"
-    assert decide({"healthy": 0.4, "disk_full": 0.35}, _doc(), 0.5)[0] == "healthy"
-    assert decide({"healthy": 0.4, "disk_full": 0.35}, _doc(), 0.5, failed=True)[0] == "unknown"
-    spread = {"disk_full": 0.2, "shm_too_small": 0.19, "healthy": 0.1, "port_in_use": 0.51 - 0.5}
-    assert decide(spread, _doc(), 0.5)[0] == "healthy"  # no lean to any failure: nothing is invented
-    assert decide(spread, _doc(), 0.5, failed=True)[0] == "unknown"  # the pipeline saw it fail
+    assert decide(probs, 0.5, failed=True) == ("kv_cache_insufficient", 0.82, "kv_cache_insufficient")
+    assert decide(probs, 0.9, failed=True)[0] == "unknown"
+    assert decide(probs, 0.9, failed=True)[2] == "kv_cache_insufficient"  # the best guess is kept
+    assert decide(probs, 0.5, failed=False)[0] == "healthy"  # the model never makes a log fail
+    assert decide({"healthy": 0.7, "disk_full": 0.2}, 0.5, failed=True)[:2] == ("unknown", 0.2)  # nor undoes one
+    assert decide({"unknown": 0.6, "disk_full": 0.3}, 0.5, failed=True)[0] == "unknown"
 
 
 def test_a_held_out_log_is_capped_by_the_other_folds_records():
     from logsense.learn.train import capped_verdicts, held_out_records
 
     probs = [{"a": 0.9, "b": 0.05, "healthy": 0.05}] * 4
-    docs = [Doc("zz\n", notes=[object()], tracebacks=1)] * 4  # type: ignore[list-item]
     y, folds = ["b", "b", "a", "a"], [0, 0, 1, 1]
-    uncapped, capped, p = capped_verdicts(probs, docs, y, folds, 0.5)
+    uncapped, capped, p = capped_verdicts(probs, [True] * 4, y, folds, 0.5)
     assert uncapped == ["a"] * 4
     # fold 0 is judged by fold 1's record (a: 2 of 2 right), fold 1 by fold 0's (a: 0 of 2)
     assert capped == ["a", "a", "unknown", "unknown"] and p[:2] == [0.9, 0.9]
@@ -433,14 +424,6 @@ def test_analyze_imports_no_sklearn_nor_pandas(incidents, shipped):
     assert not mods & {"sklearn", "pandas", "scipy"}, mods & {"sklearn", "pandas", "scipy"}
 
 
-def _analyze(log: Path, rules, classifier):
-    """analyze's reading of one log, with this classifier as its fallback."""
-    from logsense.analysis import read_into
-    from logsense.pipeline import Pipeline
-
-    return read_into(Pipeline(rules, fallback=classifier), str(log))
-
-
 def test_healthy_startups_stay_healthy(incidents, shipped):
     """With the classifier (rules on, and --no-rules) no healthy corpus log gets a root diagnosis."""
     from logsense.analysis import read_into
@@ -453,7 +436,7 @@ def test_healthy_startups_stay_healthy(incidents, shipped):
     assert healthy
     for no_rules in (False, True):
         rs = rules_from_options(None, None, no_rules)
-        clf = Classifier(path, required=no_rules)
+        clf = Classifier(path)
         for inc in healthy:
             report, _ = read_into(Pipeline(rs, clf), str(inc.log))
             roots = [d for d in report.diagnoses if d.root]
@@ -468,7 +451,7 @@ def test_classifier_diagnosis(incidents, shipped):
     from logsense.taxonomy import causes
 
     rs = rules_from_options(None, None, True)
-    clf = Classifier(shipped_model_path(), required=True)
+    clf = Classifier(shipped_model_path())
     seen = 0
     for inc in incidents:
         if inc.cause in ("healthy", "unknown"):
@@ -495,7 +478,7 @@ def test_below_the_threshold_it_says_unknown(incidents, shipped):
     from logsense.pipeline import Pipeline
 
     rs = rules_from_options(None, None, True)
-    clf = Classifier(shipped_model_path(), required=True, threshold=1.01)
+    clf = Classifier(shipped_model_path(), threshold=1.01)
     failing = [i for i in incidents if i.cause not in ("healthy", "unknown")][:6]
     verdicts = []
     for inc in failing:

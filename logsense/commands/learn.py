@@ -128,7 +128,7 @@ def evaluate(corpus: list[str], fmt: str = "text") -> int:
     groups = corpus_mod.groups(incidents, docs)
     if len(set(groups)) < 2:
         raise UsageError("cannot evaluate: the corpus has incidents from one source only")
-    ev = train_mod.cross_validate([d.text for d in docs], docs, [i.cause for i in incidents], groups,
+    ev = train_mod.cross_validate([d.text for d in docs], [i.failed for i in incidents], [i.cause for i in incidents], groups,
                                   [i.origin for i in incidents], [i.name for i in incidents], train_mod.Config())
     if fmt == "json":
         print(json.dumps(evaluation_dict(ev), indent=2))

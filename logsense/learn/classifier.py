@@ -1,32 +1,31 @@
 """The pipeline hook: when no root rule matched, the learned model gives its opinion, and how sure it is.
 
 `Classifier` is a pipeline fallback (logsense.pipeline.Fallback): its watcher keeps a digest of
-the events as they are fed and, when no rule names the failure, predicts from it with the JSON
-model (pure Python), and returns a classifier diagnosis (origin classifier, the calibrated probability capped by
-the cause's held-out precision as its confidence, the closest known incident, the taxonomy's
-usual fixes as suggestions), or keeps 'unknown' and offers its best guess as a "maybe" when
-it is not sure enough.
+the events as they are fed and, for a failed log that no rule names, predicts from it with the
+JSON model (pure Python). It returns a classifier diagnosis (origin classifier, the calibrated
+probability capped by the cause's held-out precision as its confidence, the closest known
+incident, the taxonomy's usual fixes as suggestions), or keeps 'unknown' and offers its best
+guess as a "maybe" when it is not sure enough. It never decides whether a startup failed.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from logsense.learn.decide import HEALTHY, UNKNOWN, decide
+from logsense.learn.decide import UNKNOWN, decide
 from logsense.learn.features import DigestWatch, Doc, DocReader, Note
 from logsense.learn.linear import LinearModel, Prediction
 from logsense.model import Diagnosis, Evidence, Fix, Origin
 
 MAX_EVIDENCE = 6
-UNKNOWN_CONFIDENCE = 0.3  # as the rules' unknown
 
 
 class Classifier(DocReader):
-    """A lazily loaded model as the pipeline's fallback; `required` means no rule ran (--no-rules)."""
+    """A lazily loaded model as the pipeline's fallback; `threshold` overrides the model's bar."""
 
-    def __init__(self, path: str | Path, required: bool = False, threshold: float | None = None) -> None:
+    def __init__(self, path: str | Path, threshold: float | None = None) -> None:
         self.path = Path(path)
-        self.required = required
         self._threshold = threshold
         self._model: LinearModel | None = None
 
@@ -43,55 +42,29 @@ class Classifier(DocReader):
     def watch(self, timeline) -> ClassifierWatch:
         return ClassifierWatch(self, timeline)
 
-    def consult(self, doc: Doc, diagnoses: list[Diagnosis], ready: bool, phase: str) -> list[Diagnosis]:
-        """The diagnoses revised by the model's opinion of `doc` (the log's document)."""
+    def consult(self, doc: Doc, diagnoses: list[Diagnosis], phase: str) -> list[Diagnosis]:
+        """The diagnoses revised by the model's opinion of `doc`: only a failed log (an unknown root) is named."""
         root = next((d for d in diagnoses if d.root), None)
+        if root is None:
+            return diagnoses  # the verdict says the startup did not fail: the model never invents a failure
         symptoms = [d for d in diagnoses if not d.root]
-        if ready and root is None and not self.required:
-            return diagnoses  # rules saw a healthy startup: never invent a failure
-        if doc.ready and not doc.errors_after_ready and root is None:
-            return diagnoses
-        return self.judge(doc, diagnoses, root, symptoms, phase)
-
-    def judge(self, doc: Doc, diagnoses: list[Diagnosis], root: Diagnosis | None, symptoms: list[Diagnosis],
-              phase: str) -> list[Diagnosis]:
         model = self.model
         raw = model.predict(doc.text)
         pred = model.capped(raw)  # a cause's confidence never exceeds what it earned held out
-        verdict, p, _ = decide(pred.probs, doc, self.threshold, failed=root is not None)
+        verdict, p, _ = decide(pred.probs, self.threshold, failed=True)
         explains = tuple(d.rule for d in symptoms if d.rule)
-        if verdict == HEALTHY and root is None:
-            return diagnoses
-        if verdict not in (HEALTHY, UNKNOWN):
+        if verdict != UNKNOWN:
             return [self._diagnosis(verdict, p, raw.prob(verdict), doc, pred, phase, explains)] + symptoms
-        # not sure enough (or sure of no failure where the log shows one): keep (or, with no rules, say)
-        # unknown, and offer the best guess as a maybe
+        # not sure enough: the failure keeps cause unknown; a real lean is offered as a maybe
         guess, guess_p = raw.best_failure()
         nearest = model.nearest(doc.text, guess) if guess_p >= self.threshold / 2 else None
-        if nearest is not None:  # a lean worth offering, as a maybe with its closest known incident
+        if nearest is not None:
             note = (f" Maybe {guess}: the learned classifier's best guess (p={guess_p:.2f}"
                     f"{_record(model, guess, guess_p)}), too unsure to name it; the closest known incident is "
                     f"{nearest[0]}.")
         else:
             note = " The learned classifier has no likely guess either."
-        if root is not None:
-            from dataclasses import replace
-
-            return [replace(root, explanation=root.explanation + note,
-                            nearest=nearest[0] if nearest else None)] + symptoms
-        if not self.required:
-            return diagnoses  # the rules saw no failure: the model does not invent one
-        from logsense.taxonomy import title
-
-        unknown = Diagnosis(
-            cause=UNKNOWN, rule=None, root=True, origin=Origin.CLASSIFIER, confidence=UNKNOWN_CONFIDENCE,
-            title=title(UNKNOWN),
-            explanation="The startup failed, but nothing identifies why; the lines below are the last errors." + note,
-            phase=doc.notes[-1].phase if doc.notes else phase,
-            evidence=_evidence(doc.notes[-3:]), fixes=(), explains=explains,
-            nearest=nearest[0] if nearest else None,
-        )
-        return [unknown] + symptoms
+        return [replace(root, explanation=root.explanation + note, nearest=nearest[0] if nearest else None)] + symptoms
 
     def _diagnosis(self, cause: str, p: float, p_raw: float, doc: Doc, pred: Prediction, phase: str,
                    explains: tuple[str, ...]) -> Diagnosis:
@@ -137,8 +110,7 @@ class ClassifierWatch(DigestWatch):
         self.classifier = classifier
 
     def revise(self, diagnoses: list[Diagnosis], facts: dict) -> list[Diagnosis]:
-        tl = self.timeline
-        return self.classifier.consult(self.doc(facts), diagnoses, tl.ready, tl.current)
+        return self.classifier.consult(self.doc(facts), diagnoses, self.timeline.current)
 
 
 def _telling(model: LinearModel, notes: list[Note], cause: str, k: int = 3) -> list[Note]:

@@ -33,6 +33,11 @@ class Incident:
     def phase(self) -> str | None:
         return self.label.get("phase")
 
+    @property
+    def failed(self) -> bool:
+        """The verdict analyze gives this log is `failed` (the corpus tests hold it to its label)."""
+        return self.cause != "healthy" and self.label.get("outcome") != "incomplete"
+
 
 def find(dirs: Iterable[str | Path]) -> list[Incident]:
     """Every labelled log under the given dirs (or label files), sorted by name; an invalid label is an error."""

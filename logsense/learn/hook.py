@@ -36,4 +36,4 @@ def default_classifier(required: bool = False):
         return None
     from logsense.learn.classifier import Classifier
 
-    return Classifier(path, required=required)
+    return Classifier(path)

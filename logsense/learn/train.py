@@ -173,7 +173,7 @@ class Evaluation:
     calibration: dict[str, float]
     held_out: dict[str, HeldOut] = field(default_factory=dict)  # every fold's statements: what the model stores
     threshold: float = 0.5
-    docs: list[Doc] = field(default_factory=list, repr=False)
+    failed: list[bool] = field(default_factory=list, repr=False)  # each log's verdict is failed
     model_probs: list[dict[str, float]] = field(default_factory=list, repr=False)  # calibrated, held out
     fold_of: list[int] = field(default_factory=list, repr=False)
 
@@ -181,7 +181,7 @@ class Evaluation:
         """What each threshold would give (capped as analyze does): the share answered, right when answered, top-1."""
         out = []
         for t in thresholds:
-            pred = capped_verdicts(self.model_probs, self.docs, self.y, self.fold_of, t)[1]
+            pred = capped_verdicts(self.model_probs, self.failed, self.y, self.fold_of, t)[1]
             s = summarize(self.y, pred)
             out.append({"threshold": t, "answered": s["coverage"], "right_when_answered": s["precision_when_answered"],
                         "top1": s["top1"], "macro_f1": s["macro_f1"]})
@@ -217,8 +217,11 @@ def n_splits_for(groups: list[str], wanted: int = 5) -> int:
     return max(2, min(wanted, len(set(groups))))
 
 
-def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list[str], origin: list[str],
+def cross_validate(texts: list[str], failed: list[bool], y: list[str], groups: list[str], origin: list[str],
                    names: list[str], cfg: Config, n_splits: int = 5) -> Evaluation:
+    """Every log judged by a model that never saw its group, as analyze judges it: `failed` is each
+    log's verdict (analyze names a cause only for a failed log; the corpus tests hold the verdict
+    to the label, see Incident.failed)."""
     n = len(y)
     k = n_splits_for(groups, n_splits)
     if len(set(groups)) < 2:
@@ -244,8 +247,8 @@ def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list
         major = Counter(tr_y).most_common(1)[0][0]
         nn = _nearest_neighbour(tr_texts, tr_y, [texts[i] for i in te])
         for row, i in enumerate(te):
-            pred_major[i] = decide({major: 1.0}, docs[i], 0.0)[0]
-            pred_nn[i] = decide({nn[row]: 1.0}, docs[i], 0.0)[0]
+            pred_major[i] = decide({major: 1.0}, 0.0, failed[i])[0]
+            pred_nn[i] = decide({nn[row]: 1.0}, 0.0, failed[i])[0]
     y_idx = np.array([classes_all.index(c) for c in y])
     y_fit = np.where(seen, y_idx, -1)  # a cause no training fold had says nothing about calibration
     # the temperature used for fold i is fitted on the other folds' held-out scores
@@ -259,7 +262,7 @@ def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list
         probs_model.append(softmax(list(z_all[i]), temps[fold_of[i]]))
         raw_p.append(softmax(list(z_all[i]), 1.0))
     model_probs = [dict(zip(classes_all, pr, strict=True)) for pr in probs_model]
-    pred_uncapped, pred_model, p_model = capped_verdicts(model_probs, docs, y, list(fold_of), cfg.threshold)
+    pred_uncapped, pred_model, p_model = capped_verdicts(model_probs, failed, y, list(fold_of), cfg.threshold)
     temperature = fit_temperature(z_all, y_fit)
     known = [i for i in range(n) if seen[i]]
     calibration = {
@@ -269,7 +272,7 @@ def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list
         "nll_calibrated": _nll([probs_model[i] for i in known], y_idx[known]),
         "held_out_with_unseen_cause": int(n - len(known)),
     }
-    gated_top = [decide({top_model[i]: 1.0}, docs[i], 0.0)[0] for i in range(n)]
+    gated_top = [decide({top_model[i]: 1.0}, 0.0, failed[i])[0] for i in range(n)]
     return Evaluation(
         y=list(y), origin=list(origin), groups=list(groups), names=list(names),
         preds={"model": pred_model, "uncapped": pred_uncapped, "nearest-neighbour": pred_nn,
@@ -277,7 +280,7 @@ def cross_validate(texts: list[str], docs: list[Doc], y: list[str], groups: list
         top1={"model": gated_top, "nearest-neighbour": pred_nn, "majority": pred_major},
         probs=p_model, n_splits=k, temperature=temperature, calibration=calibration,
         held_out=held_out_records(y, pred_uncapped, classes_all), threshold=cfg.threshold,
-        docs=list(docs), model_probs=model_probs, fold_of=[int(f) for f in fold_of],
+        failed=list(failed), model_probs=model_probs, fold_of=[int(f) for f in fold_of],
     )
 
 
@@ -289,11 +292,11 @@ def held_out_records(y: list[str], pred: list[str], classes: list[str]) -> dict[
     return {c: HeldOut(right[c], said[c], support[c]) for c in classes}
 
 
-def capped_verdicts(probs: list[dict[str, float]], docs: list[Doc], y: list[str], fold_of: list[int],
+def capped_verdicts(probs: list[dict[str, float]], failed: list[bool], y: list[str], fold_of: list[int],
                     threshold: float) -> tuple[list[str], list[str], list[float]]:
     """(uncapped verdicts, capped verdicts, capped p of each): each held-out log's causes capped by the
     records of the other folds, as the shipped model's are by all of them."""
-    uncapped = [decide(p, d, threshold)[0] for p, d in zip(probs, docs, strict=True)]
+    uncapped = [decide(p, threshold, f)[0] for p, f in zip(probs, failed, strict=True)]
     classes = sorted(probs[0]) if probs else []
     records = {}
     for fi in sorted(set(fold_of)):
@@ -303,7 +306,7 @@ def capped_verdicts(probs: list[dict[str, float]], docs: list[Doc], y: list[str]
     for i, p in enumerate(probs):
         rec = records[fold_of[i]]
         cp = {c: q if c in UNCAPPED else min(q, rec[c].cap) for c, q in p.items()}
-        verdict, q, _ = decide(cp, docs[i], threshold)
+        verdict, q, _ = decide(cp, threshold, failed[i])
         capped.append(verdict)
         p_capped.append(q)
     return uncapped, capped, p_capped
@@ -367,7 +370,7 @@ def build(incidents, docs: list[Doc], cfg: Config | None = None, n_splits: int =
         raise ValueError("training needs incidents of at least two causes")
     ev = None
     if len(set(groups)) >= 2:
-        ev = cross_validate(texts, docs, y, groups, origin, names, cfg, n_splits)
+        ev = cross_validate(texts, [i.failed for i in incidents], y, groups, origin, names, cfg, n_splits)
     f = fit(texts, y, cfg)
     meta: dict[str, Any] = {
         "corpus_hash": corpus_hash,
