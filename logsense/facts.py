@@ -46,7 +46,8 @@ _SERVER_SIGNS: dict[str, tuple[str, ...]] = {
     "vllm": ("vLLM API server version", "vLLM server version", "LLM engine (v", "non-default args:",
              "EngineCore failed to start", "Engine core initialization failed", "WorkerProc failed to start",
              "WorkerProc hit an exception", "Engine process failed to start", "Starting vLLM ",
-             "/vllm/v1/", "/vllm/engine/", "/vllm/worker/", "/vllm/executor/", "/vllm/entrypoints/"),
+             "/vllm/v1/", "/vllm/engine/", "/vllm/worker/", "/vllm/executor/", "/vllm/entrypoints/",
+             "packages/vllm/utils", "packages/vllm/config"),
     "sglang": ("server_args=ServerArgs(", "sglang.launch_server", "The server is fired up and ready to roll",
                "Scheduler hit an exception", "/sglang/srt/", "Load weight begin", "Capture cuda graph begin"),
 }
