@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 
 from logsense.coverage import CoverageReport
 from logsense.coverage.classify import Status, Verdict
@@ -56,6 +57,10 @@ def selected(report: CoverageReport, uncovered_only: bool) -> list[Verdict]:
 
 def render_text(report: CoverageReport, uncovered_only: bool = False, sites: bool = True) -> str:
     out = [summary(report), ""] + _areas_table(report)
+    by_rule = Counter(v.rule for v in report.verdicts if v.status is Status.COVERED)
+    if by_rule:
+        # a rule that covers hundreds of sites is a fallback: worth a look before trusting the figure
+        out += ["", "rules covering the most sites:"] + [f"  {n:5d}  {rule}" for rule, n in by_rule.most_common(10)]
     if report.problems:
         out += ["", f"{len(report.problems)} file(s) skipped:"] + [f"  {p}" for p in report.problems]
     if sites:
