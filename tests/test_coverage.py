@@ -210,3 +210,7 @@ def test_cli(pkg, capsys):
              "--format", "json", "--uncovered"])
     assert e.value.code == 0
     assert json.loads(capsys.readouterr().out)["counts"]["uncovered"] == 4
+    with pytest.raises(SystemExit) as e:
+        app(["rules", "coverage", str(pkg), "--config", str(CONFIG), "--budget", "0"])
+    assert e.value.code == 3  # cut short: not a complete figure
+    assert "UNFINISHED" in capsys.readouterr().out

@@ -147,11 +147,12 @@ def lint_cmd(rules=None, only_rules=None) -> int:
 
 def coverage(source: str, package: str | None, config: str | None, fmt: str, uncovered: bool, budget: float,
              rules=None, only_rules=None) -> int:
-    """Print the coverage report of a wheel or dir; exit 0 (a report, not a verdict)."""
+    """Print the coverage report of a wheel or dir; exit 0, or 3 when the time budget cut it short."""
     from logsense.coverage import measure
     from logsense.coverage.report import render_csv, render_json, render_text
+    from logsense.errors import ExitCode
 
     report = measure(source, rules_from_options(rules, only_rules), package, config, budget)
     render = {"text": render_text, "json": render_json, "csv": render_csv}[fmt]
     print(render(report, uncovered), end="")
-    return 0
+    return int(ExitCode.TIMEOUT) if report.unfinished else 0
