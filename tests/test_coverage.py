@@ -214,3 +214,20 @@ def test_cli(pkg, capsys):
         app(["rules", "coverage", str(pkg), "--config", str(CONFIG), "--budget", "0"])
     assert e.value.code == 3  # cut short: not a complete figure
     assert "UNFINISHED" in capsys.readouterr().out
+
+
+def test_messages_are_fed_as_the_log_shows_them():
+    from logsense.coverage.classify import SITE_PACKAGES, log_lines
+    from logsense.coverage.extract import Site
+
+    def site(kind, exc):
+        return Site("pkg/m.py", 7, "C.f", kind, exc, None)
+
+    assert log_lines(site("raise", "ValueError"), "bad 0\nhint", "P ") == [
+        "Traceback (most recent call last):", f'  File "{SITE_PACKAGES}pkg/m.py", line 7, in f',
+        "ValueError: bad 0", "hint"]
+    assert log_lines(site("raise", "KeyError"), "w.x", "P ")[-1] == "KeyError: 'w.x'"
+    assert log_lines(site("raise", "NotImplementedError"), "", "P ")[-1] == "NotImplementedError"
+    assert log_lines(site("raise", "SystemExit"), "bye", "P ") == ["bye"]
+    assert log_lines(site("exit", "SystemExit"), "bye", "P ") == ["bye"]
+    assert log_lines(site("log", "error"), "oops\nmore", "P ") == ["P oops", "more"]

@@ -37,7 +37,7 @@ class Verdict:
 def log_lines(site: Site, message: str, log_prefix: str) -> list[str]:
     """How the message shows in a log: a traceback's last line, a logged line, or sys.exit's bare text."""
     lines = message.splitlines() or [""]
-    if site.kind in ("raise", "assert"):
+    if site.kind in ("raise", "assert") and site.exc != "SystemExit":  # SystemExit prints its text alone
         func = site.scope.rsplit(".", 1)[-1]
         head = [
             "Traceback (most recent call last):",
