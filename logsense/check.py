@@ -423,12 +423,16 @@ def check(
     rs, load_problems = load_ruleset(pl.rule_roots, only_rules)
     problems += load_problems
     healthy: list[Path] = []
-    for inc in pl.incidents:
-        checked = check_incident(inc, rs)
-        problems += checked.problems
-        label = checked.label
-        if label is not None and label.cause == "healthy" and inc.log is not None:
-            healthy.append(inc.log)
+    from logsense.progress import Progress
+
+    with Progress("checking", len(pl.incidents)) as progress:
+        for inc in pl.incidents:
+            checked = check_incident(inc, rs)
+            problems += checked.problems
+            label = checked.label
+            if label is not None and label.cause == "healthy" and inc.log is not None:
+                healthy.append(inc.log)
+            progress.step(str(inc.log or inc.label or ""))
     checked = _rules_in(rs, pl.rule_files)
     # a rule with schema errors is reported once, not again through its examples
     broken = {(Path(p.path).resolve(), p.rule) for p in load_problems if p.rule}

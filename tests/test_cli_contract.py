@@ -158,3 +158,21 @@ def test_pre_commit_hooks_run_once_and_the_readme_pins_nothing_that_does_not_exi
     readme = (ROOT / "README.md").read_text()
     assert "rev: v0.1.0" not in readme
     assert "pip install -e '.[dev,learn,journald]'" in readme
+
+
+def test_progress_shows_on_a_terminal_only():
+    import io
+
+    from logsense.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    piped, tty = io.StringIO(), Tty()
+    for out in (piped, tty):
+        with Progress("checking", 3, out=out) as p:
+            p.step("a.log\x1b]0;x\x07")
+    assert piped.getvalue() == ""
+    assert "checking 1/3 a.log" in tty.getvalue() and "\x07" not in tty.getvalue()
+    assert tty.getvalue().endswith("\r\x1b[K")

@@ -289,20 +289,29 @@ def _run(task: LogSource) -> dict:
 
 def collect(paths: Iterable[str], jobs: int = 0) -> list[dict]:
     """Every log's row, in input order; `jobs` worker processes (0: one per core, 1: none)."""
+    from logsense.progress import Progress
+
     jobs = jobs or os.cpu_count() or 1
-    with tempfile.TemporaryDirectory(prefix="logsense-stats-") as spool:
+    out: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="logsense-stats-") as spool, Progress("logs read:") as progress:
         todo = tasks(paths, spool)
+
+        def done(row: dict) -> None:
+            out.append(row)
+            progress.step(row["source"])
+
         if jobs <= 1:
-            return [_run(t) for t in todo]
-        out: list[dict] = []
+            for t in todo:
+                done(_run(t))
+            return out
         pending: deque[Future] = deque()
         with ProcessPoolExecutor(max_workers=jobs) as ex:
             for t in todo:
                 pending.append(ex.submit(_run, t))
                 while len(pending) >= jobs * 4:  # bounded: at most this many spooled members on disk
-                    out.append(pending.popleft().result())
+                    done(pending.popleft().result())
             while pending:
-                out.append(pending.popleft().result())
+                done(pending.popleft().result())
         return out
 
 

@@ -28,30 +28,37 @@ class Marked:
         self.keys = keys or {}  # for a mapping: where each key stands
 
 
-MAX_NODES = 200_000  # a YAML document bigger than this is not a rule pack (the bundled ones hold ~20k)
+MAX_NODES = 200_000  # values, aliases expanded: more is no rule pack (the biggest bundled one holds ~2k)
 _CORE_TAG = "tag:yaml.org,2002:"
 _SCALARS = yaml.SafeLoader("")  # resolves scalar nodes to Python values, as safe_load would
 
 
 class _Composer:
-    """Node graph -> Marked values, refusing what a data file has no use for: aliases, custom tags, bulk."""
+    """Node graph -> Marked values, refusing what a data file has no use for: custom tags, recursive aliases,
+    and bulk (aliases count each time they are expanded: 500 bytes of nested ones would expand to gigabytes)."""
 
     def __init__(self, display: str) -> None:
         self.display = display
-        self.seen: set[int] = set()
+        self.count = 0
+        self.path: set[int] = set()  # the nodes being composed: meeting one again is a recursive alias
 
     def refuse(self, node: yaml.Node, reason: str) -> RuleError:
         return RuleError(self.display, node.start_mark.line + 1, reason, column=node.start_mark.column + 1)
 
     def marked(self, node: yaml.Node, depth: int = 0) -> Marked:
-        # An alias composes to a node already seen: refusing it bounds the work by the file size
-        # (a few hundred bytes of nested aliases expand to gigabytes) and stops recursive ones.
-        if id(node) in self.seen:
-            raise self.refuse(node, "YAML anchors and aliases (&name / *name) are not allowed here; "
-                                    "this is where the anchored value starts")
-        self.seen.add(id(node))
-        if len(self.seen) > MAX_NODES or depth > 100:
-            raise self.refuse(node, f"the document is too big or too deep (over {MAX_NODES} values or 100 levels)")
+        if id(node) in self.path:
+            raise self.refuse(node, "a YAML alias refers to a value that contains it (recursive alias)")
+        self.count += 1
+        if self.count > MAX_NODES or depth > 100:
+            raise self.refuse(node, f"the document is too big or too deep once its aliases are expanded "
+                                    f"(over {MAX_NODES} values or 100 levels)")
+        self.path.add(id(node))
+        try:
+            return self._marked(node, depth)
+        finally:
+            self.path.discard(id(node))
+
+    def _marked(self, node: yaml.Node, depth: int) -> Marked:
         if not node.tag.startswith(_CORE_TAG):
             raise self.refuse(node, f"YAML tag {node.tag!r} is not allowed (plain YAML only)")
         line, col = node.start_mark.line + 1, node.start_mark.column + 1
@@ -210,7 +217,18 @@ def capture_names(patterns: tuple[PatternSpec, ...]) -> set[str]:
     return {name for p in patterns for name in _GROUP.findall(p.text)}
 
 
-def _check_template(c: _Checker, m: Any, rule: str, field: str, captures: set[str]) -> None:
+def _compiles(patterns: tuple[PatternSpec, ...]) -> bool:
+    import regex
+
+    try:
+        for p in patterns:
+            regex.compile(p.text, regex.VERSION0)
+    except regex.error:
+        return False
+    return True
+
+
+def _check_template(c: _Checker, m: Any, rule: str, field: str, patterns: tuple[PatternSpec, ...]) -> None:
     """A {name} that nothing fills would drop the fix at run time, silently: it is a load error here."""
     if not isinstance(m, Marked) or not isinstance(m.value, str):
         return
@@ -220,15 +238,18 @@ def _check_template(c: _Checker, m: Any, rule: str, field: str, captures: set[st
     if "{{" in text or "}}" in text:
         c.err(m, "write a name as {name}, not {{name}}", rule, field)
         return
+    captures = capture_names(patterns)
     for name in _TEMPLATE_NAME.findall(text):
         if name in captures or name in FACT_NAMES or name == "phase" or name.startswith("arg_"):
             continue
+        if not _compiles(patterns):
+            return  # the broken pattern is the problem to report (when the rule compiles), not its captures
         known = ", ".join(sorted(captures)) or "none"
         c.err(m, f"{{{name}}} is neither a capture of this rule's patterns (captures: {known}) nor a fact "
                  "(see logsense/facts.py FACT_NAMES, or arg_<server flag>)", rule, field)
 
 
-def _fixes(c: _Checker, m: Any, rule: str, captures: set[str]) -> tuple[FixSpec, ...]:
+def _fixes(c: _Checker, m: Any, rule: str, patterns: tuple[PatternSpec, ...]) -> tuple[FixSpec, ...]:
     if not isinstance(m, Marked):
         return ()
     out = []
@@ -237,7 +258,7 @@ def _fixes(c: _Checker, m: Any, rule: str, captures: set[str]) -> tuple[FixSpec,
         if f is None or not isinstance(_text(f["value"]), str):
             continue
         for key in ("value", "note", "fallback"):
-            _check_template(c, f[key], rule, f"fixes[{i}].{key}", captures)
+            _check_template(c, f[key], rule, f"fixes[{i}].{key}", patterns)
         when: dict[str, tuple[Any, ...]] = {}
         cond = f.get("if")
         if isinstance(cond, Marked) and isinstance(cond.value, dict):
@@ -320,7 +341,7 @@ def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
     if isinstance(wf, Marked) and isinstance(wf.value, dict):
         for k, v in plain(wf).items():
             when_facts[k] = tuple(v) if isinstance(v, list) else (v,)
-    fixes = _fixes(c, f["fixes"], rid, capture_names(pats_any + pats_all))
+    fixes = _fixes(c, f["fixes"], rid, pats_any + pats_all)
     examples = _examples(c, f["examples"], rid)
     if len(c.errors) > before:
         return None
@@ -371,7 +392,7 @@ def read_yaml(path: Path, display: str) -> Marked | None:
 
 
 def load_yaml(path: Path, display: str | None = None) -> Any:
-    """Read a YAML data file (labels, packs, configs) as plain values: no aliases, no custom tags, bounded size.
+    """Read a YAML data file (labels, packs, configs) as plain values: no custom tags, bounded size.
 
     Raises RuleError (file:line: reason) on anything else; an empty file is None.
     """
