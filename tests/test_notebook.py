@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -13,35 +12,39 @@ from conftest import ROOT
 NOTEBOOK = ROOT / "notebooks" / "incidents.ipynb"
 
 
-def _ensure_kernel() -> None:
+def _ensure_kernel(prefix) -> None:
+    """A python3 kernel spec, installed under `prefix` when there is none: never in the user's home."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
         KernelSpecManager().get_kernel_spec("python3")
     except NoSuchKernel:
-        subprocess.run([sys.executable, "-m", "ipykernel", "install", "--user", "--name", "python3"],
+        subprocess.run([sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix), "--name", "python3"],
                        check=True, capture_output=True)
 
 
-def test_notebook_runs(tmp_path):
+@pytest.fixture
+def jupyter_home(tmp_path, monkeypatch):
+    """Jupyter, IPython and matplotlib keep their files (kernel specs, connection files, caches) in a temp dir."""
+    for var, sub in (("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("JUPYTER_CONFIG_DIR", "config"), ("IPYTHONDIR", "ipython"), ("MPLCONFIGDIR", "mpl")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    return tmp_path
+
+
+def test_notebook_runs(jupyter_home):
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pip install -e '.[dev]')")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install -e '.[dev]')")
     pytest.importorskip("ipykernel", reason="ipykernel is not installed (pip install -e '.[dev]')")
     pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install -e '.[dev]')")
     pytest.importorskip("sklearn", reason="scikit-learn is not installed (pip install -e '.[learn]')")
-    _ensure_kernel()
+    _ensure_kernel(jupyter_home)
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    env_backup = os.environ.get("MPLBACKEND")
-    os.environ["MPLBACKEND"] = "Agg"
-    try:
-        client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                         resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-        client.execute()
-    finally:
-        if env_backup is None:
-            os.environ.pop("MPLBACKEND", None)
-        else:
-            os.environ["MPLBACKEND"] = env_backup
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, errors
     figures = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
