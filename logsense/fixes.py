@@ -40,16 +40,31 @@ def _fill(template: str | None, values: dict[str, Any]) -> str | None:
 
 # Environment variables only one server reads.
 _ENV_OF = {"sglang": ("SGLANG_", "SGL_"), "vllm": ("VLLM_",)}
+# Packages only one server uses: a command naming the other server's is not advice for this one.
+_PACKAGE_OF = {"sglang": re.compile(r"(?<![\w/.-])(?:sglang(?:\[[^\]]*\])?|sgl[-_]kernel)(?![\w/-])"),
+               "vllm": re.compile(r"(?<![\w/.-])vllm(?:\[[^\]]*\])?(?![\w/-])")}
 
 
 def _for_server(kind: str, value: str, server: str | None) -> str | None:
     """The fix in the detected server's own words, or None when that server has no such knob."""
+    if server not in _ENV_OF:
+        return value
     if kind == "flag":
         return for_server(value, server)
-    if kind == "env" and server in _ENV_OF:
+    if kind == "env":
         others = tuple(p for s, ps in _ENV_OF.items() if s != server for p in ps)
-        if value.lstrip().startswith(others):
-            return None
+        return None if value.lstrip().startswith(others) else value
+    if kind in ("command", "package"):
+        other = next(s for s in _PACKAGE_OF if s != server)
+        if not _PACKAGE_OF[other].search(value):
+            return value
+        if re.match(r"\s*(?:uv )?pip3? install ", value) and re.search(r"(?<![\w/.-])" + other + r"\b", value):
+            # "upgrade the server" is advice for either server, in its own package name
+            # its version pin is the other server's numbering: dropped with it
+            out = re.sub(r"(?<![\w/.-])" + other + r"(?:\[[^\]]*\])?(?:[=<>!~]=?[\w.*+-]+(?:,\s*[=<>!~]=?[\w.*+-]+)*)?"
+                         r"(?=[\s\"']|$)", server, value)
+            return None if _PACKAGE_OF[other].search(out) else out
+        return None
     return value
 
 

@@ -170,3 +170,15 @@ def test_stats_and_diff_on_vllm_logs(rules):
     good, bad = row_from_path(str(HEALTHY)), row_from_path(str(KV_SMALL))
     assert good["status"] == "ready" and good["cause"] == "healthy"
     assert bad["status"] == "failed" and bad["cause"] == "kv_cache_insufficient" and "50512" in bad["fix"]
+
+
+def test_commands_name_the_detected_servers_package():
+    from logsense.fixes import _for_server
+
+    assert _for_server("command", "pip install -U sglang", "vllm") == "pip install -U vllm"
+    assert _for_server("command", 'pip install -U "sglang[all]>=0.5"', "vllm") == 'pip install -U "vllm"'
+    assert _for_server("command", "pip install --force-reinstall sgl-kernel", "vllm") is None
+    assert _for_server("env", "SGLANG_ENABLE_JIT_DEEPGEMM=0", "vllm") is None
+    assert _for_server("env", "VLLM_ATTENTION_BACKEND=XFORMERS", "sglang") is None
+    assert _for_server("command", "pip install -U sglang", None) == "pip install -U sglang"
+    assert _for_server("package", "apt install python3.12-dev", "vllm") == "apt install python3.12-dev"
