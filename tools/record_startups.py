@@ -36,6 +36,10 @@ NEUTRAL_VENV = "/opt/sglang-venv"
 NEUTRAL_PYTHON = "/usr/local/lib/python3.11"
 NEUTRAL_HOME = "/home/sglang"
 DEFAULT_TIMEOUT = 240.0
+# SGLANG_CUDA_COREDUMP_BEFORE_CRASH=0: a failed scheduler otherwise waits 60 s for CUDA core
+# dumps that a CPU host never writes; that wait would be most of every run's time.
+BASE_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TERM": "dumb", "NO_COLOR": "1",
+            "SGLANG_CUDA_COREDUMP_BEFORE_CRASH": "0"}
 MEMORY_LIMIT_BYTES = int(os.environ.get("LOGSENSE_RECORD_MEMORY_LIMIT_GB", "8")) * 2**30
 
 
@@ -219,7 +223,7 @@ def prepare(config: Config, venv: Path, models: Path, scratch: Path) -> Launch:
             command += [flag, value]
     command += [str(a) for a in config.args]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "LOGSENSE_"))}
-    env.update({"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TERM": "dumb", "NO_COLOR": "1"})
+    env.update(BASE_ENV)
     for key, value in config.env.items():
         if value is None:
             env.pop(key, None)
@@ -365,7 +369,7 @@ def record(config: Config, venv: Path, models: Path, out: Path) -> Outcome:
         "healthy_expected": config.healthy,
         "source": config.describe(),
         "command": command,
-        "env_changes": config.env,
+        "env": {**BASE_ENV, **config.env},
         "ready": outcome.ready,
         "exit_code": outcome.exit_code,
         "ended_by": outcome.ended_by,
