@@ -32,6 +32,20 @@ ModuleNotFoundError: No module named 'widget_kernels'
 """
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_writes_to_home(tmp_path_factory):
+    """The validated-pack cache (and any other XDG cache) goes to a temp dir, for this process and its children."""
+    import os
+
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture(scope="session")
 def rules():
     from logsense import load_rules
