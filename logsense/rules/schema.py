@@ -17,7 +17,7 @@ class Field:
 
 # What a fatal signal says about a failure whose cause no rule knows (`kind:` of a fatal rule).
 FATAL_KINDS = ("exception", "process_exit", "killed", "out_of_memory", "abort", "crash", "timeout", "cuda_error",
-               "nccl_error", "engine_dead")
+               "device_error", "nccl_error", "engine_dead")
 
 RULE_FIELDS: dict[str, Field] = {
     "id": Field(str, True, help="unique rule id, [a-z0-9][a-z0-9-]*"),
