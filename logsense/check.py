@@ -5,9 +5,10 @@
 
 What is checked:
 
-- each incident log against its label file (`X.log` / `X.log.gz` beside `X.label.yaml`):
-  the principal root cause, the fix it must suggest (`fix_any`) and, with `check_phase:
-  true`, the phase; a healthy incident must reach ready with no root cause;
+- each incident log against its label file (`X.log` / `X.log.gz` beside `X.label.yaml`,
+  read by logsense.corpus), analyzed as `analyze` does by default (rules and classifier):
+  the verdict, the principal root cause, the fix it must suggest (`fix_any`) and, with
+  `check_phase: true`, the phase;
 - each rule file: schema (the loader's file:line errors), every example, at least two
   examples of each kind;
 - across the pack: no root rule of a checked file fires on a healthy log of the corpus
