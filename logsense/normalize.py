@@ -58,6 +58,11 @@ _SYSLOG_ANSI = re.compile(r"#033\[[0-?]*[ -/]*[@-~]")
 _GLUED = re.compile(r"(?<=[\]|%])\s*(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] )")
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
+# The year given to a time printed without one (journalctl short, vLLM): durations and order hold, and
+# the reports print such a time without it (`shown_time`).
+PLACEHOLDER_YEAR = "2000-"
+_YEARLESS = re.compile(r"2000-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
+
 MAX_LINE = 64 * 1024  # longer lines are cut for matching; the server_args dump is ~10 KB
 
 
@@ -70,6 +75,13 @@ def clean(text: str) -> str:
         if text.endswith("#015"):
             text = text[:-4]
     return _CONTROL.sub("", text)
+
+
+def shown_time(t: str | None) -> str | None:
+    """A log time as reports print it: one whose year the log never gave is printed without one."""
+    if t and t.startswith(PLACEHOLDER_YEAR) and _YEARLESS.fullmatch(t):
+        return t[len(PLACEHOLDER_YEAR):]
+    return t
 
 
 def fold_progress(text: str) -> str:
@@ -88,7 +100,7 @@ def _journal_time(ts: str) -> str | None:
         if ts[:3] in _MONTHS and ts[3] == " " and not full:
             # short: no year; the year only matters across New Year, so a fixed one keeps order.
             mon, day, clock = ts[:3], ts[4:6].strip(), ts[7:]
-            return f"2000-{_MONTHS[mon]:02d}-{int(day):02d} {clock}"
+            return f"{PLACEHOLDER_YEAR}{_MONTHS[mon]:02d}-{int(day):02d} {clock}"
         if full:
             return ts.split(" ", 1)[1].rsplit(" ", 1)[0]
         if "T" in ts[:11]:
@@ -179,7 +191,7 @@ class Normalizer:
                 head = lg.group(0)
                 prefixed = self._vllm_heads.get(pid) != head
                 self._vllm_heads[pid] = head
-                time = time or "2000-" + lg["time"]  # vLLM prints no year; journal short times do the same
+                time = time or PLACEHOLDER_YEAR + lg["time"]  # vLLM prints no year; journal short times neither
                 text = text[lg.end() :]
         if vllm:
             if text.endswith("across cluster]"):
@@ -191,7 +203,9 @@ class Normalizer:
                 rank = s["ranks"].strip() or None
                 # a bare "[date time,ms]" is any Python logger's; SGLang's has no milliseconds or has ranks
                 server = "sglang" if rank or "," not in s["time"] else None
-                time = time or s["time"].replace(",", ".")
+                inner = s["time"].replace(",", ".")
+                # SGLang's own time has the year that journalctl's short one leaves out
+                time = inner if not time or (time.startswith(PLACEHOLDER_YEAR) and inner[4:5] == "-") else time
                 text = text[s.end() :]
         elif continuation_of is not None:
             rank = continuation_of.rank

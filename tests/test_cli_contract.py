@@ -176,3 +176,19 @@ def test_progress_shows_on_a_terminal_only():
     assert piped.getvalue() == ""
     assert "checking 1/3 a.log" in tty.getvalue() and "\x07" not in tty.getvalue()
     assert tty.getvalue().endswith("\r\x1b[K")
+
+
+def test_a_time_without_a_year_is_never_year_2000_in_json(tmp_path):
+    bare = tmp_path / "short.log"
+    bare.write_text("Nov 20 10:00:00 host python3[1]: server_args=ServerArgs(model_path='/m', tp_size=1)\n"
+                    "Nov 20 10:00:03 host python3[1]: Load weight begin. avail mem=78.48 GB\n"
+                    "Nov 20 10:00:23 host python3[1]: The server is fired up and ready to roll!\n")
+    out = run("analyze", "-f", "json", str(bare)).stdout
+    assert "2000-" not in out
+    phases = json.loads(out)["phases"]
+    assert phases[0]["start"] == "11-20 10:00:00" and phases[0]["seconds"] == 3.0
+    inner = tmp_path / "inner.log"
+    inner.write_text("".join(f"Nov 20 10:00:0{i} host python3[1]: [2026-11-20 10:00:0{i}] {m}\n" for i, m in
+                             enumerate(["server_args=ServerArgs(model_path='/m', tp_size=1)",
+                                        "The server is fired up and ready to roll!"])))
+    assert json.loads(run("analyze", "-f", "json", str(inner)).stdout)["phases"][0]["start"].startswith("2026-11-20")

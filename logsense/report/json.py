@@ -6,16 +6,26 @@ import json
 from typing import Any
 
 from logsense.model import Report
+from logsense.normalize import shown_time
 
 SCHEMA_VERSION = 1
 
 
 def report_dict(report: Report, problems: list | None = None) -> dict[str, Any]:
-    out = report.to_json()
+    out = _times_shown(report.to_json())
     out["schema"] = SCHEMA_VERSION
     if problems:
         out["rule_problems"] = [{"rule": p.rule, "line": p.line, "reason": p.reason} for p in problems]
     return out
+
+
+def _times_shown(value: Any) -> Any:
+    """Times the log gave without a year keep none (never "2000-11-20 ...")."""
+    if isinstance(value, dict):
+        return {k: _times_shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_times_shown(v) for v in value]
+    return shown_time(value) if isinstance(value, str) else value
 
 
 def dumps(report: Report, problems: list | None = None) -> str:
