@@ -192,3 +192,16 @@ def test_a_time_without_a_year_is_never_year_2000_in_json(tmp_path):
                              enumerate(["server_args=ServerArgs(model_path='/m', tp_size=1)",
                                         "The server is fired up and ready to roll!"])))
     assert json.loads(run("analyze", "-f", "json", str(inner)).stdout)["phases"][0]["start"].startswith("2026-11-20")
+
+
+@pytest.mark.parametrize("case", ["state-wrong-types", "tail-a-dir"])
+def test_bad_input_to_tail_is_exit_2_with_one_line(tmp_path, healthy, case):
+    if case == "state-wrong-types":
+        state = tmp_path / "state.json"
+        state.write_text('{"schema": "two", "offset": "x", "line": [], "inode": {}}')
+        p = run("tail", "--no-follow", "--resume", str(state), str(healthy), timeout=60)
+    else:
+        p = run("tail", "--no-follow", str(tmp_path), timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert "internal error" not in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
