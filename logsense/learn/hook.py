@@ -32,7 +32,9 @@ def default_classifier(required: bool = False):
     path = model_path()
     if not path.is_file():
         if required or os.environ.get(MODEL_ENV):
-            raise ModelError(f"{path}: no classifier model (build one: logsense train corpora/ -o {path.parent}/)")
+            build = (f"logsense train corpora/ -o {path}" if path.suffix == ".json"
+                     else f"logsense train corpora/ -o DIR/, then {MODEL_ENV}=DIR")
+            raise ModelError(f"{path}: no classifier model (build one: {build})")
         return None
     from logsense.learn.classifier import Classifier
 
