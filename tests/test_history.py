@@ -98,3 +98,17 @@ def test_three_attempts_from_a_file(tmp_path, capsys):
 def test_changed_flags_read_as_flags():
     assert history.changed({"a_b": False, "tp_size": 4}, {"a_b": True, "tp_size": 8}) == ["--a-b", "--tp-size 8"]
     assert history.changed({"a_b": True}, {"a_b": False}) == ["no --a-b"]
+
+
+@needs_journal_remote
+def test_the_command_line(bring_up):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "logsense", "history", "-u", UNIT, "--file", str(bring_up), "--format",
+                        "json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    check_rows(json.loads(p.stdout))
+    p = subprocess.run([sys.executable, "-m", "logsense", "history", "-h"], capture_output=True, text=True,
+                       timeout=60, cwd=ROOT)
+    assert p.returncode == 0 and "--format" in p.stdout
