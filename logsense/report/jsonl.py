@@ -1,8 +1,8 @@
 """`logsense tail --format jsonl`: one JSON object a line, flushed at once, for `jq` and scripts.
 
 Every object has "event": follow | phase | progress | diagnosis (a root cause that leads) |
-symptom (a symptom, or a weaker root cause) | ready | stopped | started (the unit, by systemd) |
-startup (a new startup begins) | verdict (how a startup ended: the diagnosis `analyze` gives on
+symptom (a symptom, or a weaker root cause) | ready | stopped (the unit, by systemd) |
+startup (a new startup begins: the unit started again, or a new server_args) | verdict (how a startup ended: the diagnosis `analyze` gives on
 its lines) | timeout | notice | end. Progress is throttled (at most one a second per phase, and
 always the last step). The last object of a run is "end", with the reason, the exit code and
 the verdict of the startup it judged.
