@@ -31,6 +31,7 @@ QUIET = 0.5  # seconds without a new line before open events are closed
 LINGER = 2.0  # at most this long after a failure for the lines that complete it
 SKEW_LIMIT = 12 * 3600  # a log whose times are further than this from the clock is not live
 _ORDER = {name: i for i, name in enumerate(PHASES)}
+YEARLESS = 2000  # the year a time without one is read with
 
 
 class Clock(Protocol):
@@ -144,6 +145,7 @@ class Session:
         self.startup = self._startup(0)
         self._last_run: str | None = None
         self._last_line = 0
+        self._year: int | None = None  # the latest year the log named
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -309,7 +311,7 @@ class Session:
             if epoch is not None:
                 if s.first_epoch is None:
                     s.first_epoch = epoch
-                    s.started_at = rec.time
+                    s.started_at = _with_year(rec.time, self._year)
                 s.last_epoch = epoch
                 self.skew = self.clock.time() - epoch
         self._updates(out, s.pipeline.feed(rec))
@@ -403,12 +405,32 @@ class Session:
             out.append(Note(what, fields))
 
     def _epoch(self, t: str | None) -> float | None:
-        return log_epoch(t, self.utc_times)
+        dt = log_time(t, self.utc_times)
+        if dt is None:
+            return None
+        if dt.year == YEARLESS:
+            if self._year is not None:
+                dt = dt.replace(year=self._year)
+        elif dt.year != self._year:
+            # the log names its year now (SGLang's own time after journalctl's short lines): what was
+            # taken without one is on the same clock
+            s = self.startup
+            if self._year is None and s.started_at is not None and s.first_epoch is not None:
+                first = log_time(s.started_at, self.utc_times)
+                if first is not None and first.year == YEARLESS:
+                    s.first_epoch = first.replace(year=dt.year).timestamp()
+                    s.started_at = _with_year(s.started_at, dt.year)
+            self._year = dt.year
+        return dt.timestamp()
 
 
-def log_epoch(t: str | None, utc: bool) -> float | None:
-    """A log's time as epoch seconds (a year-less time, as journalctl's short format writes, is still good for
-    durations: a clock that far off makes the session use the log's own clock)."""
+def _with_year(t: str, year: int | None) -> str:
+    return f"{year}{t[4:]}" if year is not None and t.startswith(f"{YEARLESS}-") else t
+
+
+def log_time(t: str | None, utc: bool) -> datetime | None:
+    """A log's time (a year-less one, as journalctl's short format writes, reads as year 2000: still good
+    for durations, and a clock that far off makes the session use the log's own clock)."""
     if not t:
         return None
     try:
@@ -417,4 +439,4 @@ def log_epoch(t: str | None, utc: bool) -> float | None:
         return None
     if dt.tzinfo is None and utc:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
+    return dt

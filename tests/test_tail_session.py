@@ -165,3 +165,14 @@ def test_status_time_since_start_from_the_logs_clock(rules):
     s2 = session(rules, clock)
     feed(s2, f2, startup()[:5])
     assert s2.status().fields["progress"] == (2, 4)
+
+
+def test_journal_short_lines_without_a_year_then_sglangs_own_times(rules):
+    """journalctl's short lines carry no year; SGLang's time does: time since start stays on one clock."""
+    s, f = session(rules, FakeClock()), Feeder()
+    head = [(0, f"Jan 01 00:00:00 gpu1 systemd[1]: Starting {SERVICE} - x..."),
+            (0, f"Jan 01 00:00:00 gpu1 systemd[1]: Started {SERVICE} - x.")]
+    notes = feed(s, f, head + [(0, f"Jan 01 00:00:01 gpu1 python3[7]: {m}") for _, m in startup()], ended=True)
+    since = {n.fields["name"]: n.fields["since_start"] for n in notes if n.kind == "phase"}
+    assert since["server_args"] == 1 and since["weight_loading"] == 3
+    assert s.verdicts[0].started_at.startswith("2026-01-01 00:00:00")
