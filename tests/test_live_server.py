@@ -38,7 +38,7 @@ recorder = _recorder()
 @pytest.fixture(scope="module")
 def server_env():
     """(venv, models) of the pinned SGLang install; skip or fail when it is absent."""
-    venv = recorder.cache_root() / "venv"
+    venv = recorder.venv_path()
     if not (venv / ".logsense-complete").is_file():
         message = f"no SGLang venv at {venv}: run tools/sglang_env.sh"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):

@@ -95,8 +95,12 @@ def load_matrix(path: Path = MATRIX) -> list[Config]:
 def cache_root() -> Path:
     """Where the venv, the models and scratch runs live (outside the repo)."""
     version = os.environ.get("LOGSENSE_SGLANG_VERSION", "0.5.23")
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "logsense-sglang" / version
+    return Path(os.environ.get("LOGSENSE_SGLANG_CACHE", Path.home() / ".cache" / "logsense-sglang")) / version
+
+
+def venv_path() -> Path:
+    """Where tools/sglang_env.sh puts (or finds) the venv."""
+    return Path(os.environ.get("LOGSENSE_SGLANG_VENV", cache_root() / "venv"))
 
 
 def ensure_venv() -> Path:

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Build (once) the pinned SGLang venv used to record real startups and to run the live tests.
-# The venv lives outside the repo, keyed by the version: LOGSENSE_SGLANG_VENV overrides the path.
+# The venv lives outside the repo, keyed by the version: LOGSENSE_SGLANG_CACHE moves the cache,
+# LOGSENSE_SGLANG_VENV names the venv itself.
 # Prints the venv path on success; exits non-zero with one clear line when the install fails.
 set -euo pipefail
 
 SGLANG_VERSION="${LOGSENSE_SGLANG_VERSION:-0.5.23}"
-VENV="${LOGSENSE_SGLANG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/logsense-sglang/$SGLANG_VERSION/venv}"
+VENV="${LOGSENSE_SGLANG_VENV:-${LOGSENSE_SGLANG_CACHE:-$HOME/.cache/logsense-sglang}/$SGLANG_VERSION/venv}"
 PYTHON="${LOGSENSE_SGLANG_PYTHON:-python3.11}"
 
 if [ -x "$VENV/bin/python" ] && [ -f "$VENV/.logsense-complete" ]; then
