@@ -79,6 +79,8 @@ class Server:
         return None
 
     def stop(self, sig: int = signal.SIGKILL) -> None:
+        if self.log.closed:
+            return
         recorder.kill_group(self.proc, sig)
         try:
             self.proc.wait(timeout=30)
@@ -152,7 +154,10 @@ def test_tail_until_ready_names_the_cause_analyze_names(serve, name, cause):
     assert tail.returncode == 1, f"tail exit {tail.returncode}\n{out[-2000:]}\n{err[-2000:]}"
     end = _jsonl(out)[-1]
     assert end["event"] == "end" and end["cause"] == cause, end
-    server.proc.wait(timeout=120)  # the finished file, as analyze sees it afterwards
+    try:  # the finished file, as analyze sees it afterwards
+        server.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.stop()  # after a bind error uvicorn can wait in shutdown for good
     report = _analyze(server.log_path)
     roots = [d for d in report.get("diagnoses", []) if d.get("root")]
     assert roots and roots[0]["cause"] == cause, report
