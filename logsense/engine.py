@@ -302,6 +302,10 @@ class Ranker:
         spec = rule.spec if rule else None
         kind_text = _fill_text(spec.explanation if spec else "", facts, best.captures).rstrip(".")
         ev = list(best.evidence)
+        if best.event.kind == "traceback" and not _exception_lines(best.event):
+            # a traceback cut before its exception: its last frames are what it still says
+            frames = [r for r in best.event.records if r.message.strip().startswith("File ")]
+            ev.extend(Evidence(r.line, r.message.strip()[:500]) for r in frames[-2:])
         for m in sorted(self.fatal, key=lambda m: m.event.first_line):
             if m is not best and m.evidence:
                 ev.append(m.evidence[-1])
