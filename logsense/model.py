@@ -44,10 +44,10 @@ class Record:
     pid: str | None = None
     rank: str | None = None
     unit: str | None = None
-    prefixed: bool = False  # the message carried SGLang's own "[time ranks]" prefix
+    prefixed: bool = False  # the line began a new record of the server's own logger ("[time ranks]" ...)
     cursor: str | None = None
-
     server: str | None = None  # the server whose own log prefix the line carried: "sglang" | "vllm"
+
 
 @dataclass(frozen=True, slots=True)
 class Event:
