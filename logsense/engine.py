@@ -206,9 +206,10 @@ class Ranker:
         return bool(self.by_cause) or bool(self.fatal)
 
     def survived(self) -> None:
-        """The server became ready: the fatal-looking lines and symptoms before it were not fatal."""
+        """The server became ready: what looked fatal before it (root causes included) was survived."""
         self.fatal.clear()
         self.symptoms.clear()
+        self.by_cause.clear()
         for key in [k for k in self.seen if k[0] not in self.by_cause]:
             del self.seen[key]  # so that what fails after ready is kept again
 
