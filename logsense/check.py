@@ -342,7 +342,7 @@ def check_conflicts(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
 
 
 def check_false_alarms(rs: RuleSet, rules: list[CompiledRule], healthy_logs: list[Path]) -> list[Problem]:
-    """No root rule among `rules` fires anywhere in a healthy startup log."""
+    """No root rule among `rules` fires in a healthy startup log, but before a ready line it survived."""
     from logsense.sources.recorded import open_recorded, read_lines
 
     ids = {r.id for r in rules if r.spec.role == Role.ROOT.value}
@@ -353,14 +353,16 @@ def check_false_alarms(rs: RuleSet, rules: list[CompiledRule], healthy_logs: lis
         try:
             fp, name = open_recorded(str(log))
             try:
-                matches, _ = all_matches(rs, read_lines(fp, name))
+                matches, report = all_matches(rs, read_lines(fp, name))
             finally:
                 fp.close()
         except (SourceError, *_READ_ERRORS):
             continue  # the incident check reports it
+        # a line the server went on past to become ready did not stop it (the verdict agrees)
+        ready_at = next((ph.start_line for ph in report.phases if ph.name == "serving"), 0)
         seen = set()
         for m in matches:
-            if m.rule_id not in ids or m.role is not Role.ROOT or m.rule_id in seen:
+            if m.rule_id not in ids or m.role is not Role.ROOT or m.rule_id in seen or m.event.last_line < ready_at:
                 continue
             seen.add(m.rule_id)
             spec = rs.get(m.rule_id).spec  # type: ignore[union-attr]
