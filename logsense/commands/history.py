@@ -13,8 +13,7 @@ import sys
 from typing import Any
 
 from logsense.commands.common import console, rules_from_options
-from logsense.commands.tail import WallClock, _looks_like_path, analysis_factory
-from logsense.errors import UsageError
+from logsense.commands.tail import WallClock, analysis_factory, source_kind
 from logsense.session import EXIT, Outcome, Session, Verdict
 from logsense.sources.stream import FileSource, JournalItems, Source
 
@@ -27,11 +26,7 @@ def main(target: str | None = None, unit: str | None = None, files: list[str] | 
          fmt: str = "table", rules: list[str] | None = None, only_rules: list[str] | None = None) -> int:
     files = list(files or [])
     target = unit or target
-    kind = "journal" if unit or files or directory or not _looks_like_path(target) else "file"
-    if target is None and kind == "journal" and not (files or directory):
-        raise UsageError("give a systemd unit or a log file: logsense history UNIT | FILE")
-    if kind == "file" and (since or until or boot):
-        raise UsageError("--since, --until and --boot read the journal")
+    kind = source_kind(target, unit, files, directory, since or until or boot, "history")
     rs = rules_from_options(rules, only_rules)
     source: Source
     if kind == "file":

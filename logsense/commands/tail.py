@@ -85,11 +85,7 @@ def main(
     if unit and target and unit != target:
         raise UsageError(f"give the unit once: -u {unit} or {target}")
     target = unit or target
-    kind = "journal" if unit or files or directory or not _looks_like_path(target) else "file"
-    if target is None and kind == "journal" and not (files or directory):
-        raise UsageError("give a systemd unit or a log file to follow: logsense tail UNIT | FILE")
-    if kind == "file" and (since or until or boot):
-        raise UsageError("--since, --until and --boot read the journal; for a file use --from-start")
+    kind = source_kind(target, unit, files, directory, since or until or boot, "tail")
     if kind == "file" and target and os.path.isdir(target):
         raise UsageError(f"{target}: is a directory; give a log file, or a systemd unit (-u UNIT)")
     limit = _span("--timeout", timeout) if timeout is not None else None
@@ -260,6 +256,17 @@ def _view(fmt: str):
     from logsense.report.live import LiveView
 
     return LiveView(console())
+
+
+def source_kind(target: str | None, unit: str | None, files: list[str], directory: str | None,
+                journal_options: object, command: str) -> str:
+    """'journal' or 'file': what `logsense tail|history TARGET` reads, or a UsageError saying why neither."""
+    kind = "journal" if unit or files or directory or not _looks_like_path(target) else "file"
+    if target is None and kind == "journal" and not (files or directory):
+        raise UsageError(f"give a systemd unit or a log file: logsense {command} UNIT | FILE")
+    if kind == "file" and journal_options:
+        raise UsageError("--since, --until and --boot read the journal; for a file use --from-start")
+    return kind
 
 
 def _looks_like_path(target: str | None) -> bool:
