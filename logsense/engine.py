@@ -210,8 +210,7 @@ class Ranker:
         self.fatal.clear()
         self.symptoms.clear()
         self.by_cause.clear()
-        for key in [k for k in self.seen if k[0] not in self.by_cause]:
-            del self.seen[key]  # so that what fails after ready is kept again
+        self.seen.clear()  # so that what fails after ready is kept again
 
     def clear(self) -> None:
         self.by_cause.clear()
