@@ -9,8 +9,9 @@ import pytest
 
 from conftest import CORPORA
 from logsense.commands.analyze import analyze_path
+from logsense.coverage.flags import extract
 from logsense.facts import Facts
-from logsense.flags import extract, for_server, has_flag, vocabulary
+from logsense.flags import for_server, has_flag, vocabulary
 from logsense.normalize import Normalizer
 from logsense.pipeline import run
 
