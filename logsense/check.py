@@ -14,6 +14,9 @@ What is checked:
 - across the pack: no root rule of a checked file fires on a healthy log of the corpus
   (false alarms), and no match example of a checked root rule is also claimed by a root
   rule of another cause with the same or a higher priority (conflicts).
+
+The rule checks are the ones `logsense rules test` and `rules lint` run too (`check_rule_examples`,
+`check_phase_examples`, `lint`): one place says what a sound rule is.
 """
 
 from __future__ import annotations
@@ -35,11 +38,18 @@ from logsense.corpus import (
     logs_for,
 )
 from logsense.errors import RuleError, RuleErrors, SourceError
-from logsense.model import Report, Role
+from logsense.examples import (
+    ExampleResult,
+    all_matches,
+    example_lines,
+    first_phase,
+    run_examples,
+    run_phase_examples,
+)
+from logsense.model import UNKNOWN, Report, Role
 from logsense.rules import RuleSet, bundled_rules_dir, load_rules, pack_files
 from logsense.rules.compile import CompiledRule
-from logsense.rules.examples import all_matches, example_lines
-from logsense.rules.schema import PHASES
+from logsense.rules.phases import PhaseSpec
 
 PHASE_FILE = "phases.yaml"
 MIN_EXAMPLES = 2
@@ -53,7 +63,7 @@ class Problem:
     path: str
     line: int | None
     message: str
-    kind: str = "problem"  # incident | label | rule | example | false-alarm | conflict | unreadable
+    kind: str = "problem"  # incident | label | rule | example | false-alarm | conflict | lint | unreadable
     rule: str | None = None  # the rule at fault, when there is one
 
     def render(self) -> str:
@@ -278,24 +288,33 @@ def _rules_in(rs: RuleSet, files: list[Path]) -> list[CompiledRule]:
     return [r for r in rs.rules if Path(r.spec.path).resolve() in wanted]
 
 
-def check_rule_examples(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
-    """Every example of the given rules, and that each rule has enough of them."""
-    from logsense.rules.examples import check_counts, run_examples
-
+def check_rule_examples(rs: RuleSet, rules: list[CompiledRule],
+                        results: list[ExampleResult] | None = None) -> list[Problem]:
+    """Every example of the given rules passes (`results`: already run), and each rule has enough of them."""
     ids = {r.id for r in rules}
     if not ids:
         return []
-    results = [r for r in run_examples(rs) + check_counts(rs, MIN_EXAMPLES) if r.rule in ids and not r.ok]
-    out = []
-    for r in results:
-        where = f"examples.{r.kind}" + ("" if r.index < 0 else f"[{r.index}]")
-        out.append(Problem(r.path, r.line, f"rule '{r.rule}': {where}: {r.message}", "example"))
+    if results is None:
+        results = run_examples(rs) if len(ids) > 1 else run_examples(rs, next(iter(ids)))
+    out = [Problem(r.path, r.line, f"rule '{r.rule}': examples.{r.kind}[{r.index}]: {r.message}", "example", r.rule)
+           for r in results if r.rule in ids and not r.ok]
+    for rule in rules:
+        for kind in ("match", "no_match"):
+            n = sum(1 for e in rule.spec.examples if e.kind == kind)
+            if n < MIN_EXAMPLES:
+                out.append(Problem(rule.spec.path, rule.spec.line, f"rule '{rule.id}': examples.{kind}: has {n} "
+                                   f"{kind} example(s); at least {MIN_EXAMPLES} are required", "example", rule.id))
     return out
+
+
+def check_phase_examples(phases: list[PhaseSpec], shown: str) -> list[Problem]:
+    """Each example of a phase file (`shown` as the user names it) hits a marker of its phase."""
+    return [Problem(shown, r.line, f"{r.rule}: examples[{r.index}]: {r.message}", "example")
+            for r in run_phase_examples(phases, shown) if not r.ok]
 
 
 def check_phase_files(files: list[Path]) -> list[Problem]:
     """A phase file loads, and each of its examples hits a marker of its phase."""
-    from logsense.rules.examples import check_phases
     from logsense.rules.phases import load_phases
 
     out = []
@@ -309,9 +328,7 @@ def check_phase_files(files: list[Path]) -> list[Problem]:
         except RuleError as e:
             out.append(_rule_problem(e))
             continue
-        for r in check_phases(RuleSet([], phases)):
-            if not r.ok:
-                out.append(Problem(shown, r.line, f"{r.rule}: examples[{r.index}]: {r.message}", "example"))
+        out += check_phase_examples(phases, shown)
     return out
 
 
@@ -322,7 +339,7 @@ def check_conflicts(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
         spec = rule.spec
         if spec.role != Role.ROOT.value:
             continue
-        phase = min(spec.when_phase, key=PHASES.index) if spec.when_phase else None
+        phase = first_phase(spec)
         for ex in spec.examples:
             if ex.kind != "match":
                 continue
@@ -370,6 +387,21 @@ def check_false_alarms(rs: RuleSet, rules: list[CompiledRule], healthy_logs: lis
             out.append(Problem(spec.path, spec.line,
                                f"rule '{m.rule_id}' ({m.cause}) fires on a healthy startup: {display(log)}:{line}",
                                "false-alarm"))
+    return out
+
+
+def lint(rs: RuleSet) -> list[Problem]:
+    """What no single rule's validation sees: a pattern the prefilter cannot narrow, a root rule with no fix."""
+    out = []
+    for r in rs.rules:
+        where = f"rule '{r.id}'"
+        for p in r.any + r.all:
+            if not p.literals:
+                out.append(Problem(r.spec.path, r.spec.line, f"{where}: {p.spec.field}: the prefilter cannot narrow "
+                                   "this pattern (no literal of 3+ characters every match must contain); it runs "
+                                   "on every line", "lint", r.id))
+        if r.spec.role == Role.ROOT.value and not r.spec.fixes and r.spec.cause != UNKNOWN:
+            out.append(Problem(r.spec.path, r.spec.line, f"{where}: a root rule with no fix", "lint", r.id))
     return out
 
 

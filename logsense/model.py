@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+# The cause of a failure that no rule (nor the classifier) can name.
+UNKNOWN = "unknown"
+
 
 class Role(str, Enum):
     ROOT = "root"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from logsense import load_rules
+from logsense.check import check_phase_examples, check_rule_examples, lint
 from logsense.errors import RuleErrors
-from logsense.rules.examples import check_counts, check_phases, run_examples
+from logsense.examples import run_examples
 
 
 def _results():
@@ -14,7 +15,7 @@ def _results():
         rs = load_rules()
     except RuleErrors as e:
         return [pytest.param(None, id="pack-load", marks=pytest.mark.xfail(reason=str(e), strict=True))]
-    results = run_examples(rs) + check_counts(rs) + check_phases(rs)
+    results = run_examples(rs)
     return [pytest.param(r, id=r.id) for r in results]
 
 
@@ -28,6 +29,11 @@ def test_packs_load():
     load_rules()
 
 
+def test_every_rule_has_enough_examples_and_every_phase_example_hits(rules):
+    problems = check_rule_examples(rules, rules.rules, results=[]) + check_phase_examples(rules.phases, "phases.yaml")
+    assert [p.render() for p in problems] == []
+
+
 def test_every_cause_has_a_rule(rules):
     from logsense.taxonomy import causes
 
@@ -37,6 +43,4 @@ def test_every_cause_has_a_rule(rules):
 
 
 def test_bundled_pack_lints_clean(rules):
-    from logsense.rules.lint import lint
-
-    assert lint(rules) == []
+    assert [p.render() for p in lint(rules)] == []

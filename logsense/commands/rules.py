@@ -9,8 +9,6 @@ from rich.text import Text
 
 from logsense.commands.common import console, rules_from_options
 from logsense.errors import UsageError
-from logsense.rules.examples import check_counts, check_phases, run_examples
-from logsense.rules.lint import lint
 
 
 def list_rules(rules=None, only_rules=None, fmt: str = "text") -> int:
@@ -100,18 +98,26 @@ def show(rule_id: str, rules=None, only_rules=None, fmt: str = "text") -> int:
 
 
 def test(rules=None, only_rules=None, rule_id: str | None = None, verbose: bool = False) -> int:
+    """Run the rules' examples (and the phase examples) with `check`'s own rule checks; exit 1 on a failure."""
+    from logsense.check import check_phase_examples, check_rule_examples
+    from logsense.examples import run_examples
+
     rs = rules_from_options(rules, only_rules)
-    if rule_id is not None:
-        _rule(rs, rule_id)
-    results = run_examples(rs, rule_id) + ([] if rule_id else check_counts(rs) + check_phases(rs))
-    bad = [r for r in results if not r.ok]
+    selected = [_rule(rs, rule_id)] if rule_id is not None else rs.rules
+    results = run_examples(rs, rule_id)
+    problems = check_rule_examples(rs, selected, results)
+    if rule_id is None:
+        problems += check_phase_examples(rs.phases, "phases.yaml")
     out = console()
-    for r in results if verbose else bad:
-        style = "green" if r.ok else "red"
-        out.print(Text(f"{'ok  ' if r.ok else 'FAIL'} {r.path}:{r.line}: rule '{r.rule}': {r.kind}"
-                       f"{'' if r.index < 0 else f'[{r.index}]'}{': ' + r.message if r.message else ''}", style=style))
-    out.print(Text(f"{len(results) - len(bad)} passed, {len(bad)} failed", style="red" if bad else "green"))
-    return 1 if bad else 0
+    if verbose:
+        for r in results:
+            if r.ok:
+                out.print(Text(f"ok   {r.path}:{r.line}: rule '{r.rule}': examples.{r.kind}[{r.index}]", style="green"))
+    for p in problems:
+        out.print(Text(f"FAIL {p.render()}", style="red"))
+    passed = sum(r.ok for r in results)
+    out.print(Text(f"{passed} examples passed, {len(problems)} problem(s)", style="red" if problems else "green"))
+    return 1 if problems else 0
 
 
 def export(rules=None, only_rules=None, patterns: bool = True) -> int:
@@ -136,11 +142,13 @@ def export(rules=None, only_rules=None, patterns: bool = True) -> int:
 
 
 def lint_cmd(rules=None, only_rules=None) -> int:
+    from logsense.check import lint
+
     rs = rules_from_options(rules, only_rules)
     problems = lint(rs)
     out = console()
     for p in problems:
-        out.print(Text(p))
+        out.print(Text(p.render()))
     out.print(Text(f"{len(problems)} lint finding(s) in {len(rs.rules)} rules", style="yellow" if problems else "green"))
     return 1 if problems else 0
 

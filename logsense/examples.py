@@ -1,4 +1,8 @@
-"""Run every rule's own examples through the whole pipeline, as a log would be."""
+"""The example runner: every rule's and phase's own examples through the pipeline, as a log would be.
+
+`rules test`, `check` and the test suite read its `ExampleResult`s; the checks built on it
+(enough examples, conflicts, false alarms) are in logsense.check.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from logsense.model import Match, Report
+from logsense.normalize import Normalizer
+from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet
 from logsense.rules.compile import CompiledRule
+from logsense.rules.loader import RuleSpec
+from logsense.rules.phases import PhaseSpec
 from logsense.rules.schema import PHASES
 
 
@@ -28,8 +36,6 @@ class ExampleResult:
 
 def all_matches(rs: RuleSet, lines: Iterable[tuple[int, str]], phase: str | None = None) -> tuple[list[Match], Report]:
     """Every rule match while `lines` are analyzed (not only those that end up in the report)."""
-    from logsense.pipeline import Pipeline
-
     found: list[Match] = []
     p = Pipeline(rs, on_match=found.append)
     if phase:
@@ -45,14 +51,19 @@ def example_lines(log: str) -> list[tuple[int, str]]:
     return list(enumerate(log.splitlines() or [log], 1))
 
 
+def first_phase(spec: RuleSpec) -> str | None:
+    """The earliest phase a rule fires in (its examples are analyzed from there), or None for any."""
+    return min(spec.when_phase, key=PHASES.index) if spec.when_phase else None
+
+
 def fired(rules: RuleSet, rule: CompiledRule, log: str) -> list[Match]:
     """The matches of `rule` when `log` is analyzed (starting in the rule's phase, if it has one)."""
-    phase = min(rule.spec.when_phase, key=PHASES.index) if rule.spec.when_phase else None
-    matches, _ = all_matches(rules, example_lines(log), phase)
+    matches, _ = all_matches(rules, example_lines(log), first_phase(rule.spec))
     return [m for m in matches if m.rule_id == rule.id]
 
 
 def run_examples(rules: RuleSet, only: str | None = None) -> list[ExampleResult]:
+    """Each example of each rule (or of the rule `only`): a match fires with its captures, a no_match does not."""
     out = []
     for rule in rules.rules:
         if only and rule.id != only:
@@ -77,27 +88,13 @@ def run_examples(rules: RuleSet, only: str | None = None) -> list[ExampleResult]
     return out
 
 
-def check_counts(rules: RuleSet, minimum: int = 2) -> list[ExampleResult]:
-    """Every rule needs at least `minimum` match and no_match examples."""
+def run_phase_examples(phases: list[PhaseSpec], path: str = "phases.yaml") -> list[ExampleResult]:
+    """Each phase example line hits one of its phase's markers (`path` is the phase file as shown)."""
     out = []
-    for rule in rules.rules:
-        for kind in ("match", "no_match"):
-            n = sum(1 for e in rule.spec.examples if e.kind == kind)
-            if n < minimum:
-                out.append(ExampleResult(rule.id, kind, -1, False, rule.spec.path, rule.spec.line,
-                                         f"has {n} {kind} example(s); at least {minimum} are required"))
-    return out
-
-
-def check_phases(rules: RuleSet) -> list[ExampleResult]:
-    """Every phase example line must hit one of its phase's markers."""
-    out = []
-    for spec in rules.phases:
+    for spec in phases:
         for i, ex in enumerate(spec.examples):
-            from logsense.normalize import Normalizer
-
             recs = Normalizer().feed(1, ex)
             ok = any(p.regex.search(r.message) for r in recs for p in spec.markers)
-            out.append(ExampleResult(f"phase:{spec.name}", "example", i, ok, "phases.yaml", spec.line,
+            out.append(ExampleResult(f"phase:{spec.name}", "example", i, ok, path, spec.line,
                                      "" if ok else "hits no marker of its phase"))
     return out
