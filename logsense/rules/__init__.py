@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 
 from logsense.errors import RuleError, RuleErrors
 from logsense.prefilter import LiteralIndex
+from logsense.rules import cache
 from logsense.rules.compile import CompiledRule, compile_rule
 from logsense.rules.loader import load_pack
 from logsense.rules.phases import PhaseSpec, load_phases
-
-# Part of every digest: a new logsense (or regex module) checks each pack again.
-_COMPILER_VERSION = b"logsense-rules-1"
 
 
 def bundled_rules_dir() -> Path:
@@ -56,33 +51,51 @@ class RuleSet:
         return LiteralIndex(entries, always)
 
 
-def _cache_file() -> Path | None:
-    if os.environ.get("LOGSENSE_NO_CACHE"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "logsense" / "validated-packs.json"
-
-
-def _validated() -> set[str]:
-    """Digests of pack files whose patterns all compiled before: their check can be skipped."""
-    f = _cache_file()
+def _cached_pack(path: Path, display: str) -> tuple[list[CompiledRule], list[RuleError]]:
+    """Parse and compile one pack file, or take what the same bytes gave before from the cache."""
     try:
-        return set(json.loads(f.read_text())) if f else set()
-    except (OSError, ValueError, TypeError):
-        return set()
-
-
-def _remember(digests: set[str]) -> None:
-    f = _cache_file()
-    if f is None:
-        return
-    try:
-        f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(sorted(digests)[-500:]))
-        tmp.replace(f)
+        data = path.read_bytes()
     except OSError:
-        pass  # a read-only home only costs the check next time
+        return _compile_pack(path, display)  # load_pack says why it cannot be read
+    name = cache.key("pack", data)
+    entry = cache.load(name)
+    if isinstance(entry, list) and all(isinstance(r, CompiledRule) for r in entry):
+        return [_placed(r, display) for r in entry], []
+    rules, errors = _compile_pack(path, display)
+    if not errors:  # a pack with problems is read again each time, so that they are reported each time
+        cache.store(name, [_placed(r, "") for r in rules])
+    return rules, errors
+
+
+def _placed(rule: CompiledRule, display: str) -> CompiledRule:
+    """The rule as read from `display`: the cache keeps no path (the same bytes may sit anywhere)."""
+    where = {f.name: display for f in fields(rule.spec) if f.name in ("path", "pack")}
+    return CompiledRule(replace(rule.spec, **where), rule.any, rule.all, rule.not_)
+
+
+def _compile_pack(path: Path, display: str) -> tuple[list[CompiledRule], list[RuleError]]:
+    specs, errors = load_pack(path, display)
+    rules = []
+    for spec in specs:
+        try:
+            rules.append(compile_rule(spec))
+        except RuleError as e:
+            errors.append(e)
+    return rules, errors
+
+
+def _cached_phases(path: Path, display: str) -> list[PhaseSpec]:
+    """The phase markers of a phases.yaml, cached as packs are; raises RuleErrors."""
+    try:
+        name = cache.key("phases", path.read_bytes())
+    except OSError:
+        return load_phases(path, display)
+    entry = cache.load(name)
+    if isinstance(entry, list) and all(isinstance(p, PhaseSpec) for p in entry):
+        return entry
+    phases = load_phases(path, display)
+    cache.store(name, phases)
+    return phases
 
 
 def pack_files(root: Path) -> list[Path]:
@@ -111,8 +124,6 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
     seen: dict[str, str] = {}
     sources = []
     phases: list[PhaseSpec] | None = None
-    known = _validated()
-    digests: set[str] = set()
     for root in roots:
         if not root.exists():
             errors.append(RuleError(str(root), None, "no such rule file or directory"))
@@ -120,36 +131,24 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
         phase_file = root / "phases.yaml" if root.is_dir() else None
         if phase_file is not None and phase_file.is_file():
             try:
-                phases = load_phases(phase_file, _display(phase_file))
+                phases = _cached_phases(phase_file, _display(phase_file))
             except RuleErrors as e:
                 errors.extend(e.errors)
         for path in pack_files(root):
             display = _display(path)
             sources.append(display)
-            try:
-                digest = hashlib.sha1(path.read_bytes() + _COMPILER_VERSION).hexdigest()
-            except OSError:
-                digest = ""
-            specs, errs = load_pack(path, display)
+            compiled, errs = _cached_pack(path, display)
             errors.extend(errs)
-            if not errs:
-                digests.add(digest)
-            for spec in specs:
-                if spec.id in seen:
-                    errors.append(RuleError(display, spec.line, f"duplicate rule id (also in {seen[spec.id]})",
-                                            rule=spec.id, field="id"))
+            for rule in compiled:
+                if rule.id in seen:
+                    errors.append(RuleError(display, rule.spec.line, f"duplicate rule id (also in {seen[rule.id]})",
+                                            rule=rule.id, field="id"))
                     continue
-                seen[spec.id] = display
-                try:
-                    rules.append(compile_rule(spec, validate=digest not in known))
-                except RuleError as e:
-                    errors.append(e)
-                    digests.discard(digest)
+                seen[rule.id] = display
+                rules.append(rule)
     if phases is None:
         bundled = bundled_rules_dir() / "phases.yaml"
-        phases = load_phases(bundled, _display(bundled)) if bundled.is_file() else []
+        phases = _cached_phases(bundled, _display(bundled)) if bundled.is_file() else []
     if errors and strict:
         raise RuleErrors(errors)
-    if digests - known:
-        _remember(known | digests)
     return RuleSet(rules, phases, sources)
