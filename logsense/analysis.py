@@ -11,8 +11,7 @@ import os
 import sys
 from functools import lru_cache
 
-from logsense.engine import RuleProblem
-from logsense.model import Report, Role
+from logsense.model import Report, Role, RuleProblem
 from logsense.pipeline import Fallback, Pipeline
 from logsense.rules import RuleSet
 from logsense.scan import feed_stream

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
 from logsense import fixes as fixes_mod
-from logsense.model import Diagnosis, Event, Evidence, Match, Origin, Record, Role
+from logsense.model import Diagnosis, Event, Evidence, Match, Origin, Record, Role, RuleProblem
 from logsense.rules import RuleSet
 from logsense.rules.compile import MATCH_TIMEOUT, CompiledRule, Pattern
 from logsense.taxonomy import title as cause_title
@@ -15,13 +15,6 @@ from logsense.taxonomy import title as cause_title
 MAX_EVIDENCE = 6
 KEEP = 16  # matches kept per (cause, rule); later ones are counted
 UNKNOWN_CONFIDENCE = 0.3
-
-
-@dataclass
-class RuleProblem:
-    rule: str
-    line: int
-    reason: str
 
 
 @dataclass

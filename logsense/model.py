@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from logsense.logtime import seconds_between
+
 # The cause of a failure that no rule (nor the classifier) can name.
 UNKNOWN = "unknown"
 
@@ -75,6 +77,15 @@ class Event:
     @property
     def pid(self) -> str | None:
         return self.records[0].pid
+
+
+@dataclass
+class RuleProblem:
+    """A rule (or phase marker) that misbehaved in a run, e.g. a pattern that timed out and was disabled."""
+
+    rule: str
+    line: int
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +169,6 @@ class Phase:
 
     @property
     def seconds(self) -> float | None:
-        from logsense.timeline import seconds_between
-
         return seconds_between(self.start, self.end)
 
     def to_json(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Protocol
 
+from logsense.logtime import parse_time
 from logsense.model import Diagnosis, Record, Report, UpdateKind
 from logsense.rules import RuleSet
 from logsense.rules.schema import PHASES
@@ -431,11 +432,8 @@ def _with_year(t: str, year: int | None) -> str:
 def log_time(t: str | None, utc: bool) -> datetime | None:
     """A log's time (a year-less one, as journalctl's short format writes, reads as year 2000: still good
     for durations, and a clock that far off makes the session use the log's own clock)."""
-    if not t:
-        return None
-    try:
-        dt = datetime.fromisoformat(t.replace(",", "."))
-    except ValueError:
+    dt = parse_time(t)
+    if dt is None:
         return None
     if dt.tzinfo is None and utc:
         dt = dt.replace(tzinfo=timezone.utc)

@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from logsense.model import Phase, Record
+from logsense.model import Phase, Record, RuleProblem
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import MATCH_TIMEOUT, Pattern
 from logsense.rules.phases import PhaseSpec
 from logsense.rules.schema import PHASES
 
 _ORDER = {name: i for i, name in enumerate(PHASES)}
-
-
-def parse_time(t: str | None) -> datetime | None:
-    if not t:
-        return None
-    try:
-        return datetime.fromisoformat(t.replace(",", "."))
-    except ValueError:
-        return None
-
-
-def seconds_between(a: str | None, b: str | None) -> float | None:
-    ta, tb = parse_time(a), parse_time(b)
-    if ta is None or tb is None:
-        return None
-    s = (tb - ta).total_seconds()
-    return round(s, 3) if s >= 0 else None
 
 
 class Timeline:
@@ -57,7 +38,7 @@ class Timeline:
         # whether the whole log or the scanner's picks are fed, so this is the same either way
         self.server: str | None = None
         self.disabled: set[tuple[str, int, int]] = set()
-        self.problems: list = []  # engine.RuleProblem: a marker that timed out, disabled for the run
+        self.problems: list[RuleProblem] = []  # a marker that timed out, disabled for the run
 
     def _search(self, key: tuple[str, int, int], p: Pattern, rec: Record):
         if key in self.disabled:
@@ -65,8 +46,6 @@ class Timeline:
         try:
             return p.regex.search(rec.message, timeout=MATCH_TIMEOUT)
         except TimeoutError:
-            from logsense.engine import RuleProblem
-
             self.disabled.add(key)
             self.problems.append(RuleProblem(f"phase {self.specs[key[1]].name}", rec.line,
                                              f"{p.spec.field} took over {MATCH_TIMEOUT}s on one line (catastrophic "

@@ -114,9 +114,9 @@ def configure(rules=None, classifier: Any = False) -> None:
 
 def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, classifier: Any = False) -> dict:
     """Run the Pipeline over one log's (line number, text) pairs and return its row."""
+    from logsense.logtime import seconds_between
     from logsense.model import UpdateKind
     from logsense.pipeline import Pipeline
-    from logsense.timeline import seconds_between
 
     # every line is fed here: the fallback watches the events as they pass
     p = Pipeline(rules if rules is not None else _rules(), _classifier() if classifier is False else classifier)
