@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from enum import IntEnum
+
+_MAX_SOURCE_BYTES = 16 << 20  # a rule file bigger than this is shown without its line
 
 
 class ExitCode(IntEnum):
@@ -44,10 +47,14 @@ class RuleError(LogsenseError):
         rule: str | None = None,
         field: str | None = None,
         column: int | None = None,
+        source: str | None = None,
     ) -> None:
         self.path, self.line, self.column = path, line, column
         self.rule, self.field, self.reason = rule, field, reason
-        super().__init__(self.render())
+        # the text of line `line`, shown with a caret under `column`; read here because errors are rare and
+        # every place that finds one knows the file and line, not the text
+        self.source = source if source is not None else _line_of(path, line)
+        super().__init__(self.render_with_source())
 
     def render(self) -> str:
         where = self.path
@@ -63,10 +70,43 @@ class RuleError(LogsenseError):
         parts.append(self.reason)
         return ": ".join(parts)
 
+    def excerpt(self) -> str:
+        """The offending line and a ^ under the column, as a compiler shows them ("" when unknown)."""
+        if self.source is None or self.line is None:
+            return ""
+        # the line comes from a file that may be hostile: nothing in it may reach a terminal as a control
+        text = "".join(c if c.isprintable() else " " if c == "\t" else "?" for c in self.source.rstrip("\r\n"))
+        gutter = f"{self.line:>5} | "
+        out = gutter + text
+        if self.column is not None and 1 <= self.column <= len(text) + 1:
+            out += "\n" + " " * (len(gutter) - 2) + "| " + " " * (self.column - 1) + "^"
+        return out
+
+    def render_with_source(self) -> str:
+        """render(), then the excerpt when the line is known."""
+        excerpt = self.excerpt()
+        return f"{self.render()}\n{excerpt}" if excerpt else self.render()
+
+
+def _line_of(path: str, line: int | None) -> str | None:
+    """Line `line` of the file at `path`, or None when it cannot be read (not a file, too big, not text)."""
+    if line is None or line < 1:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            if os.fstat(f.fileno()).st_size > _MAX_SOURCE_BYTES:
+                return None
+            for n, text in enumerate(f, 1):
+                if n == line:
+                    return text
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass
+    return None
+
 
 class RuleErrors(LogsenseError):
     """Several rule problems found in one load, reported together."""
 
     def __init__(self, errors: list[RuleError]) -> None:
         self.errors = errors
-        super().__init__("\n".join(e.render() for e in errors))
+        super().__init__("\n".join(e.render_with_source() for e in errors))

@@ -245,6 +245,20 @@ class CompiledRule:
 
 
 
+def _column_of(source: str | None, column: int, text: str, pos: int | None) -> int:
+    """The column of character `pos` of a pattern written at `column`, when the line shows it verbatim
+    (plain or single-quoted); else the pattern's own column."""
+    if source is None or pos is None or not 0 <= pos <= len(text):
+        return column
+    written = source[column - 1:]
+    quoted = text.replace("'", "''")
+    if written.startswith("'" + quoted):
+        return column + 1 + len(text[:pos].replace("'", "''"))
+    if written.startswith(text) and not written.startswith(("'", '"')):
+        return column + pos
+    return column
+
+
 def compile_pattern(spec: PatternSpec, path: str, rule: str, validate: bool = True) -> Pattern:
     """Check the pattern (stdlib `re` parses the common syntax fast) and find its literals."""
     rx = None
@@ -256,8 +270,13 @@ def compile_pattern(spec: PatternSpec, path: str, rule: str, validate: bool = Tr
         try:
             rx = regex.compile(spec.text, regex.VERSION0)
         except regex.error as e:
-            raise RuleError(path, spec.line, f"not a valid regular expression: {e}", rule=rule, field=spec.field,
-                            column=spec.column) from None
+            err = RuleError(path, spec.line, f"not a valid regular expression: {e}", rule=rule, field=spec.field,
+                            column=spec.column)
+            column = _column_of(err.source, spec.column, spec.text, e.pos)
+            if column != spec.column:
+                err = RuleError(path, spec.line, err.reason, rule=rule, field=spec.field, column=column,
+                                source=err.source)
+            raise err from None
     lits, icase = required_literals(spec.text)
     return Pattern(spec, lits, icase, rx)
 

@@ -10,12 +10,23 @@ from typing import Any
 import yaml
 
 from logsense.errors import RuleError
-from logsense.rules.schema import EXAMPLE_FIELDS, FIX_FIELDS, MATCH_FIELDS, PHASES, RULE_FIELDS, Field
+from logsense.rules.schema import (
+    DEFAULTS_FIELDS,
+    EXAMPLE_FIELDS,
+    EXAMPLE_ITEM_FIELDS,
+    FIX_FIELDS,
+    MATCH_FIELDS,
+    PACK_FIELDS,
+    PHASES,
+    RULE_FIELDS,
+    Field,
+)
 from logsense.taxonomy import causes
 
 # libyaml's composer is ~10x faster than the pure-Python one and keeps the same marks.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_EXAMPLE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
 class Marked:
@@ -115,6 +126,12 @@ class ExampleSpec:
     log: str
     captures: dict[str, str]
     line: int
+    name: str | None = None  # `name:` of the example: its test id, stable when examples are inserted
+
+    @property
+    def label(self) -> str:
+        """`kind[name]`, or `kind[index]` for an unnamed example."""
+        return f"{self.kind}[{self.name if self.name is not None else self.index}]"
 
 
 @dataclass(frozen=True)
@@ -196,7 +213,7 @@ def _text(m: Any) -> Any:
     return m.value if isinstance(m, Marked) else m
 
 
-def _patterns(c: _Checker, m: Marked | None, rule: str, name: str) -> tuple[PatternSpec, ...]:
+def _patterns(c: _Checker, m: Marked | None, rule: str | None, name: str) -> tuple[PatternSpec, ...]:
     if m is None or not isinstance(m, Marked):
         return ()
     out = []
@@ -275,24 +292,51 @@ def _examples(c: _Checker, m: Any, rule: str) -> tuple[ExampleSpec, ...]:
     if ex is None:
         return ()
     out = []
+    names: set[str] = set()
     for kind in ("match", "no_match", "todo_match", "todo_no_match"):
         lst = ex.get(kind)
         if not isinstance(lst, Marked):
             continue
         for i, e in enumerate(lst.value or []):
-            v = e.value
-            if isinstance(v, str):
-                out.append(ExampleSpec(kind, i, v, {}, e.line))
-            elif isinstance(v, dict) and isinstance(_text(v.get("log")), str):
-                caps = plain(v["captures"]) if "captures" in v else {}
-                out.append(ExampleSpec(kind, i, v["log"].value, {k: str(x) for k, x in (caps or {}).items()}, e.line))
-            else:
-                c.err(e, "an example is a string or a mapping with 'log' (and optional 'captures')", rule,
-                      f"examples.{kind}[{i}]")
+            where = f"examples.{kind}[{i}]"
+            if isinstance(e.value, str):
+                out.append(ExampleSpec(kind, i, e.value, {}, e.line))
+                continue
+            if not isinstance(e.value, dict):
+                c.err(e, "an example is a string or a mapping with 'log' (and optional 'captures', 'name')", rule,
+                      where)
+                continue
+            f = c.fields(e, EXAMPLE_ITEM_FIELDS, rule, where + ".")
+            if f is None or not isinstance(f["log"], Marked):
+                continue
+            caps = plain(f["captures"]) if isinstance(f["captures"], Marked) else None
+            name = _text(f["name"])
+            if name is not None:
+                if not _EXAMPLE_NAME.match(name):
+                    c.err(f["name"], "must be lowercase letters, digits, '_' and '-'", rule, where + ".name")
+                elif name in names:
+                    c.err(f["name"], f"another example of this rule is named '{name}'", rule, where + ".name")
+                names.add(name)
+            out.append(ExampleSpec(kind, i, f["log"].value, {k: str(x) for k, x in (caps or {}).items()}, e.line,
+                                   name))
     return tuple(out)
 
 
-def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
+def _valid_default(c: _Checker, p: PatternSpec) -> bool:
+    """A broken pack default is reported once, here, not once for every rule it would be merged into."""
+    import regex
+
+    try:
+        regex.compile(p.text, regex.VERSION0)
+    except regex.error as e:
+        c.errors.append(RuleError(c.path, p.line, f"not a valid regular expression: {e}", field=p.field,
+                                  column=p.column))
+        return False
+    return True
+
+
+def parse_rule(c: _Checker, m: Marked, pack: str, default_not: tuple[PatternSpec, ...] = ()) -> RuleSpec | None:
+    """One rule; `default_not` are the pack's `defaults: not:` patterns, added unless `use_defaults: false`."""
     rid = _text(m.value.get("id")) if isinstance(m.value, dict) else None
     rid = rid if isinstance(rid, str) else None
     before = len(c.errors)
@@ -326,6 +370,8 @@ def parse_rule(c: _Checker, m: Marked, pack: str) -> RuleSpec | None:
             pats_any = _patterns(c, mf["any"], rid, "match.any")
             pats_all = _patterns(c, mf["all"], rid, "match.all")
             pats_not = _patterns(c, mf["not"], rid, "match.not")
+            if _text(f["use_defaults"]) is not False:
+                pats_not = default_not + pats_not
             within = _text(mf["within"]) or 0
             if not pats_any and not pats_all:
                 c.err(match, "needs at least one pattern in 'any' or 'all'", rid, "match")
@@ -413,19 +459,24 @@ def load_pack(path: Path, display: str | None = None) -> tuple[list[RuleSpec], l
     if not isinstance(doc.value, dict) or "rules" not in doc.value:
         c.err(doc, "a rule pack is a mapping with a 'rules:' list", None, None)
         return [], c.errors
-    for key in doc.value:
-        if key != "rules":
-            c.err(doc.value[key], "unknown top-level key (a pack holds 'rules:')", None, key)
+    pack = c.fields(doc, PACK_FIELDS, None, "")
     rules_m = doc.value["rules"]
-    if not isinstance(rules_m.value, list):
-        c.err(rules_m, "must be a list of rules", None, "rules")
+    if pack is None or not isinstance(rules_m.value, list):
+        if pack is not None:
+            c.err(rules_m, "must be a list of rules", None, "rules")
         return [], c.errors
+    default_not: tuple[PatternSpec, ...] = ()
+    if isinstance(pack["defaults"], Marked):
+        defaults = c.fields(pack["defaults"], DEFAULTS_FIELDS, None, "defaults.")
+        if defaults is not None:
+            default_not = _patterns(c, defaults["not"], None, "defaults.not")
+            default_not = tuple(p for p in default_not if _valid_default(c, p))
     out = []
     for i, rm in enumerate(rules_m.value):
         if not isinstance(rm.value, dict):
             c.err(rm, "a rule is a mapping", None, f"rules[{i}]")
             continue
-        spec = parse_rule(c, rm, display)
+        spec = parse_rule(c, rm, display, default_not)
         if spec is not None:
             out.append(spec)
     return out, c.errors

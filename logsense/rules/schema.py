@@ -13,6 +13,7 @@ class Field:
     default: Any = None
     help: str = ""
     choices: tuple[str, ...] = ()
+    required_when: str = ""  # for the docs: when an optional field is required after all
 
 
 # What a fatal signal says about a failure whose cause no rule knows (`kind:` of a fatal rule).
@@ -20,29 +21,40 @@ FATAL_KINDS = ("exception", "process_exit", "killed", "out_of_memory", "abort", 
                "device_error", "nccl_error", "engine_dead")
 
 RULE_FIELDS: dict[str, Field] = {
-    "id": Field(str, True, help="unique rule id, [a-z0-9][a-z0-9-]*"),
-    "cause": Field(str, True, help="a cause id from taxonomy.yaml"),
+    "id": Field(str, True, help="unique across all packs: lowercase letters, digits and '-'"),
+    "cause": Field(str, True, help="a cause id from logsense/taxonomy.yaml; an unknown id does not load"),
     "role": Field(str, True, help="root (a cause), symptom (a consequence) or fatal (the process failed, cause "
                   "unknown: rules/common/fatal.yaml)", choices=("root", "symptom", "fatal")),
-    "kind": Field(str, False, None, "role fatal only: the kind of failure it shows", choices=FATAL_KINDS),
-    "priority": Field(int, False, 50, "0..100; decides between two root rules"),
-    "confidence": Field((int, float), False, 0.8, "0..1: how sure a match makes us"),
+    "kind": Field(str, False, None, "role fatal only: the kind of failure it shows", choices=FATAL_KINDS,
+                  required_when="with `role: fatal`"),
+    "priority": Field(int, False, 50, "0..100; decides between two root rules; symptoms never outrank a root"),
+    "confidence": Field((int, float), False, 0.8, "0..1: how sure a match makes us; shown with the diagnosis"),
     "title": Field(str, False, None, "one line; defaults to the cause's taxonomy title"),
     "explanation": Field(str, False, "", "why it happens, in plain words"),
     "match": Field(dict, True, help="any / all / within / not: the patterns"),
-    "when_phase": Field(list, False, None, "phases in which the rule fires"),
+    "when_phase": Field(list, False, None, "phase names (rules/phases.yaml); the rule fires only in them"),
     "when_facts": Field(dict, False, None, "conditions on facts, as a fix's `if`; checked once the log is read"),
-    "fixes": Field(list, False, [], "fixes: kind, value, note, if, fallback"),
+    "fixes": Field(list, False, [], "fixes: kind, value, note, if, fallback (below)"),
     "references": Field(list, False, [], "URLs"),
-    "examples": Field(dict, True, help="match / no_match: lines the rule must / must not fire on"),
+    "examples": Field(dict, True, help="match / no_match: logs the rule must / must not fire on (below)"),
     "status": Field(str, False, "stable", "stable or experimental", choices=("stable", "experimental")),
+    "use_defaults": Field(bool, False, True, "false: the pack's `defaults:` do not apply to this rule"),
+}
+
+PACK_FIELDS: dict[str, Field] = {
+    "rules": Field(list, True, help="the rules of the pack"),
+    "defaults": Field(dict, False, None, "merged into every rule of the pack that does not say `use_defaults: false`"),
+}
+
+DEFAULTS_FIELDS: dict[str, Field] = {
+    "not": Field(list, False, [], "patterns added to each rule's `match.not` (near misses common to the pack)"),
 }
 
 MATCH_FIELDS: dict[str, Field] = {
-    "any": Field(list, False, [], "patterns; one must match a line of the event"),
+    "any": Field(list, False, [], "patterns; one must match a line of the event", required_when="this or `all`"),
     "all": Field(list, False, [], "patterns; each must match a line of the event (or stream window)"),
     "within": Field(int, False, 0, "lines; with `all`, lets the patterns span events of one stream"),
-    "not": Field(list, False, [], "patterns that veto the match"),
+    "not": Field(list, False, [], "patterns that veto the match when a line of the event matches one"),
 }
 
 FIX_FIELDS: dict[str, Field] = {
@@ -55,10 +67,18 @@ FIX_FIELDS: dict[str, Field] = {
 }
 
 EXAMPLE_FIELDS: dict[str, Field] = {
-    "match": Field(list, True, help="logs the rule must fire on"),
-    "no_match": Field(list, True, help="near misses the rule must not fire on"),
+    "match": Field(list, True, help="logs the rule must fire on (at least 2): each a string (one line or several) "
+                   "or a mapping with `log`"),
+    "no_match": Field(list, True, help="near misses the rule must not fire on (at least 2), as `match`"),
     "todo_match": Field(list, False, [], "known gaps: expected to fail until fixed"),
     "todo_no_match": Field(list, False, [], "known false positives: expected to fail until fixed"),
+}
+
+EXAMPLE_ITEM_FIELDS: dict[str, Field] = {
+    "log": Field(str, True, help="the log: one line, or a block that frames into one event"),
+    "captures": Field(dict, False, None, "captures the match must have: name: value"),
+    "name": Field(str, False, None, "names the example in test ids and reports, [a-z0-9][a-z0-9_-]*, unique in "
+                  "the rule (else it is numbered)"),
 }
 
 PHASE_FIELDS: dict[str, Field] = {
@@ -81,3 +101,4 @@ PHASES = (
     "warmup",
     "serving",
 )
+
