@@ -71,6 +71,7 @@ def _table(df, output: str | None) -> None:
     from rich.text import Text
 
     from logsense.normalize import clean
+    from logsense.report.text import duration
 
     fit = output is None and sys.stdout.isatty()  # a terminal: fit its width; a file or pipe: every cell whole
     t = Table(show_edge=False, header_style="bold", pad_edge=False)
@@ -83,7 +84,7 @@ def _table(df, output: str | None) -> None:
     for r in df.to_dict("records"):
         fail, ready = r["time_to_failure"], r["time_to_ready"]
         secs = fail if _num(fail) else (ready if _num(ready) else None)
-        when = "" if secs is None else ("✗ " if _num(fail) else "✓ ") + _secs(secs)
+        when = "" if secs is None else ("✗ " if _num(fail) else "✓ ") + duration(secs)
         sure = f"{r['confidence']:.2f} " + {"classifier": "model"}.get(_s(r["origin"]), _s(r["origin"])) \
             if _num(r["confidence"]) else ""
         t.add_row(Text(_short(clean(_s(r["source"])))), Text(_s(r["status"])), Text(clean(_s(r["cause"]))),
@@ -107,10 +108,6 @@ def _s(v) -> str:
 
 def _num(v) -> bool:
     return isinstance(v, (int, float)) and v == v
-
-
-def _secs(s: float) -> str:
-    return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
 
 
 def _short(source: str, keep: int = 2) -> str:

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from logsense.diff import DiffResult, Line, Run
 from logsense.normalize import clean
-from logsense.report.text import _secs
+from logsense.report.text import duration
 
 SHOW_BAD = 25  # bad-only entries shown (the JSON has them all)
 SHOW_GOOD = 8
@@ -192,7 +192,7 @@ def render(result: DiffResult, console: Console) -> None:
         table.add_column(Text("good", style="bold"), justify="right")
         table.add_column(Text("bad", style="bold"), justify="right")
         for p in result.phases:
-            g = Text(_secs(p.good) if p.name != "serving" else "✓") if p.in_good else Text("—", style="dim")
-            b = Text(_secs(p.bad) if p.name != "serving" else "✓") if p.in_bad else Text("—", style="dim")
+            g = Text(duration(p.good) if p.name != "serving" else "✓") if p.in_good else Text("—", style="dim")
+            b = Text(duration(p.bad) if p.name != "serving" else "✓") if p.in_bad else Text("—", style="dim")
             table.add_row(Text(p.name), g, b)
         console.print(table)

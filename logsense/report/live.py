@@ -18,7 +18,7 @@ from rich.text import Text
 from logsense.model import Diagnosis, Phase, Report
 from logsense.normalize import clean
 from logsense.report import text as report_text
-from logsense.report.text import _secs as secs
+from logsense.report.text import duration
 
 BAR = 20
 
@@ -32,7 +32,7 @@ def timeline(phases: tuple[Phase, ...], total: float | None) -> Text:
     """'✓ ready at 150 s: server_args 1 s · weight_loading 90 s · kv_cache_alloc 5 s · ...'"""
     t = Text("✓ ready", style="bold green")
     if total is not None:
-        t.append(f" at {secs(total)}", style="bold green")
+        t.append(f" at {duration(total)}", style="bold green")
     parts = [(p.name, p.seconds) for p in phases if p.name != "serving"]
     if parts:
         t.append(": ")
@@ -41,7 +41,7 @@ def timeline(phases: tuple[Phase, ...], total: float | None) -> Text:
                 t.append(" · ", style="dim")
             t.append(name)
             if s is not None:
-                t.append(f" {secs(s)}", style="cyan")
+                t.append(f" {duration(s)}", style="cyan")
     return t
 
 
@@ -74,7 +74,7 @@ class LiveView:
     def phase(self, name: str, since_start: float | None, line: int | None, at: str | None) -> None:
         if name == "serving":
             return  # the ready line that follows says it, with the timeline
-        t = Text(f"{secs(since_start) if since_start is not None else '':>9}  ", style="dim")
+        t = Text(f"{duration(since_start) if since_start is not None else '':>9}  ", style="dim")
         t.append("▸ ", style="cyan")
         t.append(name)
         if line is not None:
@@ -116,11 +116,11 @@ class LiveView:
         self._print(t)
 
     def timeout(self, after: float, phase: str | None, in_phase: float | None) -> None:
-        t = Text(f"⧗ not ready after {secs(after)}", style="bold yellow")
+        t = Text(f"⧗ not ready after {duration(after)}", style="bold yellow")
         if phase:
             t.append(f"; in {phase}", style="yellow")
             if in_phase is not None:
-                t.append(f" for {secs(in_phase)}", style="yellow")
+                t.append(f" for {duration(in_phase)}", style="yellow")
         self._print(t)
 
     def end(self, reason: str, code: int, report: Report | None) -> None:
@@ -129,7 +129,7 @@ class LiveView:
     def verdict(self, report: Report, outcome: str, seconds: float | None) -> None:
         """How a startup ended: failed (and why), ready, stopped, or not ready yet; then its phases."""
         head = Text()
-        took = f" after {secs(seconds)}" if seconds is not None else ""
+        took = f" after {duration(seconds)}" if seconds is not None else ""
         root = report.root
         if outcome == "failed" and root is not None:
             head.append(f"✗ failed{took}", style="bold red")
@@ -158,9 +158,9 @@ class LiveView:
         t = Text("● ", style="cyan")
         t.append(phase or "import", style="bold")
         if in_phase is not None:
-            t.append(f"  {secs(in_phase)}", style="cyan")
+            t.append(f"  {duration(in_phase)}", style="cyan")
         if since_start is not None:
-            t.append(f" · {secs(since_start)} since start", style="dim")
+            t.append(f" · {duration(since_start)} since start", style="dim")
         if progress:
             done, total = progress
             t.append(f"  [{bar(done, total)}] {done}/{total}")

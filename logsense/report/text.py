@@ -21,12 +21,13 @@ def sureness(confidence: float) -> str:
     return "low"
 
 
-def _secs(s: float | None) -> str:
-    if s is None:
+def duration(seconds: float | None) -> str:
+    """How every report writes a duration: '45 s' under 90 s, '2.0 min' from there on, '?' when unknown."""
+    if seconds is None:
         return "?"
-    if s < 90:
-        return f"{s:.0f} s"
-    return f"{s / 60:.1f} min"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min"
 
 
 def phase_summary(report: Report) -> Text:
@@ -39,7 +40,7 @@ def phase_summary(report: Report) -> Text:
             t.append(" → ", style="dim")
         t.append(p.name)
         if p.seconds is not None and p.name != "serving":
-            t.append(f" {_secs(p.seconds)}", style="dim")
+            t.append(f" {duration(p.seconds)}", style="dim")
     return t
 
 

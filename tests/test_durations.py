@@ -1,0 +1,49 @@
+"""One duration format: analyze, tail, diff, history and stats all write a span of time as report.text.duration does."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from logsense.model import Phase, Report, Status
+from logsense.report import live
+from logsense.report import text as report_text
+from logsense.report.text import duration
+
+PACKAGE = Path(__file__).resolve().parent.parent / "logsense"
+
+
+@pytest.mark.parametrize("seconds, shown", [
+    (None, "?"), (0.4, "0 s"), (12, "12 s"), (89.4, "89 s"), (90, "1.5 min"), (120, "2.0 min"), (3600, "60.0 min"),
+])
+def test_duration(seconds, shown):
+    assert duration(seconds) == shown
+
+
+def _render(thing) -> str:
+    buf = io.StringIO()
+    Console(file=buf, width=200, no_color=True).print(thing)
+    return buf.getvalue()
+
+
+def test_analyze_and_tail_write_the_same_span_the_same_way():
+    phases = (Phase("weight_loading", "2026-11-20 10:00:00", "2026-11-20 10:02:00", 3, 9),
+              Phase("serving", "2026-11-20 10:02:00", None, 9))
+    report = Report("x.log", Status.READY, "serving", phases, (), {}, 9)
+    analyzed = _render(report_text.phase_summary(report))
+    tailed = _render(live.timeline(phases, 120.0))
+    assert "weight_loading 2.0 min" in analyzed
+    assert "weight_loading 2.0 min" in tailed and "ready at 2.0 min" in tailed
+
+
+def test_no_module_formats_minutes_itself():
+    own = re.compile(r"/\s*60\b")  # seconds turned into minutes
+    where = [f"{p.relative_to(PACKAGE.parent)}:{i}" for p in sorted(PACKAGE.rglob("*.py"))
+             if p != PACKAGE / "report" / "text.py"
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if own.search(line) and "min" in line]
+    assert where == [], "format durations with logsense.report.text.duration"
