@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 from logsense.model import Record
@@ -183,20 +184,25 @@ def _lower_fraction(x: float) -> float:
     return max(0.5, math.floor((x - 0.05) * 20 + 1e-9) / 20)
 
 
+@lru_cache(maxsize=1)
+def _compiled() -> tuple[LiteralIndex, list[tuple[re.Pattern, str]]]:
+    """The literal index and fact patterns, built once a process (a Facts is made per startup of a log)."""
+    entries = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(_SIMPLE) for lit in lits]
+    entries += [("server_args=", False, ("args",))] + [(lit, False, ("py",)) for lit in _PY_LITERALS]
+    entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
+    entries += [(lit, False, ("server", srv)) for srv, lits in _SERVER_SIGNS.items() for lit in lits]
+    entries += [(lit, False, ("vargs",)) for lit in _VLLM_ARGS] + [(lit, False, ("voice",)) for lit in _VOICE]
+    # every rank prints these once: counting ranks here (not on every line) gives the same
+    # count whether all lines were read or only the ones the block scanner picked
+    entries += [(m, False, ("rank",)) for m in _RANK_MARKERS]
+    return LiteralIndex(entries), [(re.compile(p), name) for _, p, name in _SIMPLE]
+
+
 class Facts:
     """Collects facts line by line; `snapshot()` gives the fact dict that fix templates use."""
 
     def __init__(self) -> None:
-        entries = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(_SIMPLE) for lit in lits]
-        entries += [("server_args=", False, ("args",))] + [(lit, False, ("py",)) for lit in _PY_LITERALS]
-        entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
-        entries += [(lit, False, ("server", srv)) for srv, lits in _SERVER_SIGNS.items() for lit in lits]
-        entries += [(lit, False, ("vargs",)) for lit in _VLLM_ARGS] + [(lit, False, ("voice",)) for lit in _VOICE]
-        # every rank prints these once: counting ranks here (not on every line) gives the same
-        # count whether all lines were read or only the ones the block scanner picked
-        entries += [(m, False, ("rank",)) for m in _RANK_MARKERS]
-        self.index = LiteralIndex(entries)
-        self._simple = [(re.compile(p), name) for _, p, name in _SIMPLE]
+        self.index, self._simple = _compiled()
         self.values: dict[str, Any] = {}
         self.args: dict[str, Any] = {}
         self._py_include: Counter[str] = Counter()

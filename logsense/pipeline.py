@@ -66,7 +66,7 @@ class Pipeline:
         self.rules = rules
         self.normalizer = Normalizer()
         self.framer = Framer()
-        self.timeline = Timeline(rules.phases)
+        self.timeline = Timeline(rules.phases, rules.phase_index)
         self.facts = Facts()
         self.matcher = Matcher(rules)
         self.timeline.problems = self.matcher.problems  # a phase marker that times out is reported as a rule's

@@ -19,10 +19,9 @@ class LiteralIndex:
         for lit, icase, key in entries:
             (self._ci if icase else self._cs).setdefault(lit.lower() if icase else lit, []).append(key)
         self.always = tuple(dict.fromkeys(always))
-        self._gate_cs = _gate(self._cs, 0)
-        self._gate_ci = _gate(self._ci, re.IGNORECASE)
         self._ac_cs = _automaton(self._cs)
         self._ac_ci = _automaton(self._ci)
+        self._gates: tuple[re.Pattern | None, re.Pattern | None] | None = None  # built on first use, without the automata
 
     @property
     def literals(self) -> tuple[list[str], list[str]]:
@@ -32,12 +31,16 @@ class LiteralIndex:
     def keys_in(self, text: str) -> list[Hashable]:
         if self._ac_cs is not False and self._ac_ci is not False:
             return self._keys_ac(text)
+        if self._gates is None:
+            # a 700-literal alternation takes ~0.1 s to compile: only a run with no automaton pays it
+            self._gates = (_gate(self._cs, 0), _gate(self._ci, re.IGNORECASE))
+        gate_cs, gate_ci = self._gates
         found: list[Hashable] = list(self.always)
-        if self._gate_cs is not None and self._gate_cs.search(text):
+        if gate_cs is not None and gate_cs.search(text):
             for lit, keys in self._cs.items():
                 if lit in text:
                     found.extend(keys)
-        if self._gate_ci is not None and self._gate_ci.search(text):
+        if gate_ci is not None and gate_ci.search(text):
             low = text.lower()
             for lit, keys in self._ci.items():
                 if lit in low:

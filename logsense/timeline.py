@@ -5,7 +5,7 @@ from __future__ import annotations
 from logsense.model import Phase, Record, RuleProblem
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import MATCH_TIMEOUT, Pattern
-from logsense.rules.phases import PhaseSpec
+from logsense.rules.phases import PhaseSpec, phase_index
 from logsense.rules.schema import PHASES
 
 _ORDER = {name: i for i, name in enumerate(PHASES)}
@@ -14,18 +14,10 @@ _ORDER = {name: i for i, name in enumerate(PHASES)}
 class Timeline:
     """Moves forward only: a rank that logs 'Load weight begin' late does not pull the phase back."""
 
-    def __init__(self, specs: list[PhaseSpec]) -> None:
+    def __init__(self, specs: list[PhaseSpec], index: LiteralIndex | None = None) -> None:
+        """`index`: `phase_index(specs)`, when the caller keeps one (a RuleSet does)."""
         self.specs = specs
-        entries = []
-        for si, spec in enumerate(specs):
-            for pi, p in enumerate(spec.markers):
-                for lit in p.literals or ():
-                    entries.append((lit, p.icase, ("m", si, pi)))
-            for pi, p in enumerate(spec.progress):
-                for lit in p.literals or ():
-                    entries.append((lit, p.icase, ("p", si, pi)))
-        always = [("m", si, pi) for si, s in enumerate(specs) for pi, p in enumerate(s.markers) if not p.literals]
-        self.index = LiteralIndex(entries, always)
+        self.index = index if index is not None else phase_index(specs)
         self.current = "import"
         self.ready = False
         self.ready_line: int | None = None

@@ -11,7 +11,7 @@ from logsense.prefilter import LiteralIndex
 from logsense.rules import cache
 from logsense.rules.compile import CompiledRule, compile_rule
 from logsense.rules.loader import load_pack
-from logsense.rules.phases import PhaseSpec, load_phases
+from logsense.rules.phases import PhaseSpec, load_phases, phase_index
 
 
 def bundled_rules_dir() -> Path:
@@ -49,6 +49,11 @@ class RuleSet:
                     for lit in p.literals:
                         entries.append((lit, p.icase, (ri, kind, pi)))
         return LiteralIndex(entries, always)
+
+    @cached_property
+    def phase_index(self) -> LiteralIndex:
+        """The phase markers' literals, for every Timeline of this rule set."""
+        return phase_index(self.phases)
 
 
 def _cached_pack(path: Path, display: str) -> tuple[list[CompiledRule], list[RuleError]]:

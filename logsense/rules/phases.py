@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from logsense.errors import RuleError, RuleErrors
+from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import Pattern, compile_pattern
 from logsense.rules.loader import Marked, PatternSpec, _Checker, plain, read_yaml
 from logsense.rules.schema import PHASE_FIELDS, PHASES
@@ -21,6 +22,20 @@ class PhaseSpec:
     description: str
     line: int
     server: str | None = None  # markers hit only lines of this server's log (the same line means ready in one)
+
+
+def phase_index(specs: list[PhaseSpec]) -> LiteralIndex:
+    """Literal -> ("m" marker | "p" progress, phase index, pattern index): what a line may move."""
+    entries = []
+    for si, spec in enumerate(specs):
+        for pi, p in enumerate(spec.markers):
+            for lit in p.literals or ():
+                entries.append((lit, p.icase, ("m", si, pi)))
+        for pi, p in enumerate(spec.progress):
+            for lit in p.literals or ():
+                entries.append((lit, p.icase, ("p", si, pi)))
+    always = [("m", si, pi) for si, s in enumerate(specs) for pi, p in enumerate(s.markers) if not p.literals]
+    return LiteralIndex(entries, always)
 
 
 def load_phases(path: Path, display: str) -> list[PhaseSpec]:
