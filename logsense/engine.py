@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 
 from logsense import fixes as fixes_mod
+from logsense.framing import exception_lines, frame_lines
 from logsense.model import Diagnosis, Event, Evidence, Match, Origin, Record, Role, RuleProblem
 from logsense.rules import RuleSet
 from logsense.rules.compile import MATCH_TIMEOUT, CompiledRule, Pattern
@@ -115,7 +116,7 @@ class Matcher:
             for k, v in m.groupdict().items():
                 if v is not None and k not in captures:
                     captures[k] = v
-        recs.extend(_exception_lines(event))
+        recs.extend(exception_lines(event))
         seen: set[int] = set()
         evidence = []
         for rec in sorted(recs, key=lambda r: r.line):
@@ -125,33 +126,6 @@ class Matcher:
             evidence.append(Evidence(rec.line, rec.message.strip()[:500]))
         return Match(rule.id, rule.spec.cause, Role(rule.spec.role), rule.spec.priority, rule.spec.confidence,
                      event, tuple(evidence[:MAX_EVIDENCE]), captures)
-
-
-def _exception_lines(event: Event) -> list[Record]:
-    """The final exception line of each traceback in an event ('ImportError: ...')."""
-    if event.kind != "traceback":
-        return []
-    out = []
-    recs = event.records
-    for i, rec in enumerate(recs):
-        msg = rec.message
-        if not msg or msg[:1] in " \t" or "Traceback (most recent call last)" in msg:
-            continue
-        prev = recs[i - 1].message if i else ""
-        if prev[:1] in (" ", "\t") and _looks_like_exception(msg):
-            out.append(rec)
-    return out[-2:]
-
-
-def _looks_like_exception(msg: str) -> bool:
-    head = msg.split(":", 1)[0]
-    return bool(head) and " " not in head.strip() and (head[:1].isupper() or "." in head)
-
-
-def error_lines(event: Event) -> list[Record]:
-    """What a failed event says in the end: its exception lines, or the line itself."""
-    lines = _exception_lines(event)
-    return lines or [event.records[0]]
 
 
 class Ranker:
@@ -295,10 +269,9 @@ class Ranker:
         spec = rule.spec if rule else None
         kind_text = _fill_text(spec.explanation if spec else "", facts, best.captures).rstrip(".")
         ev = list(best.evidence)
-        if best.event.kind == "traceback" and not _exception_lines(best.event):
+        if best.event.kind == "traceback" and not exception_lines(best.event):
             # a traceback cut before its exception: its last frames are what it still says
-            frames = [r for r in best.event.records if r.message.strip().startswith("File ")]
-            ev.extend(Evidence(r.line, r.message.strip()[:500]) for r in frames[-2:])
+            ev.extend(Evidence(r.line, r.message.strip()[:500]) for r in frame_lines(best.event)[-2:])
         for m in sorted(self.fatal, key=lambda m: m.event.first_line):
             if m is not best and m.evidence:
                 ev.append(m.evidence[-1])

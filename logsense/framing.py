@@ -1,5 +1,8 @@
 """Records -> Events: a Python traceback (chains included) or a compiler error is one event.
 
+The one traceback reader: `exception_lines`, `frame_lines` and `error_lines` say what a framed
+event holds (the engine's evidence, the classifier's digest and diff read them here).
+
 Events are kept per stream (pid, and the SGLang rank on prefixed lines), so eight TP ranks
 printing at once do not mix. Lines without a prefix (a traceback's frames) continue the
 event that is open for their pid. Every record ends up in exactly one event.
@@ -143,3 +146,40 @@ class Framer:
             cur.state = "frames"
             return "take"
         return "close"
+
+
+# ---------------------------------------------------------------- reading a framed traceback
+
+
+def exception_lines(event: Event) -> list[Record]:
+    """The final exception line of each traceback in an event ('ImportError: ...'), the last two of a chain."""
+    if event.kind != "traceback":
+        return []
+    out = []
+    recs = event.records
+    for i, rec in enumerate(recs):
+        msg = rec.message
+        if not msg or msg[:1] in " \t" or _TRACEBACK in msg:
+            continue
+        prev = recs[i - 1].message if i else ""
+        if prev[:1] in (" ", "\t") and is_exception_line(msg):
+            out.append(rec)
+    return out[-2:]
+
+
+def is_exception_line(msg: str) -> bool:
+    """'ValueError: ...', 'torch.OutOfMemoryError: ...': a dotted or capitalised name before the colon."""
+    head = msg.split(":", 1)[0]
+    return bool(head) and " " not in head.strip() and (head[:1].isupper() or "." in head)
+
+
+def frame_lines(event: Event) -> list[Record]:
+    """The frame lines of a traceback event ('  File "x.py", line 3, in f'), in order."""
+    if event.kind != "traceback":
+        return []
+    return [r for r in event.records if r.message.lstrip().startswith('File "')]
+
+
+def error_lines(event: Event) -> list[Record]:
+    """What a failed event says in the end: its exception lines, or its first line."""
+    return exception_lines(event) or [event.records[0]]

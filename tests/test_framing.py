@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logsense.framing import Framer
+from logsense.framing import Framer, error_lines, exception_lines, frame_lines
 from logsense.normalize import Normalizer
 
 
@@ -35,6 +35,20 @@ def test_chained_traceback_is_one_event():
     events = frame(CHAINED)
     assert [e.kind for e in events] == ["traceback", "line"]
     assert events[0].first_line == 1 and events[0].last_line == 11
+
+
+def test_a_framed_traceback_is_read_in_one_place():
+    tb, line = frame(CHAINED)
+    assert [r.line for r in exception_lines(tb)] == [4, 11]  # the cause, then the exception it ends in
+    assert [r.line for r in frame_lines(tb)] == [2, 9]
+    assert error_lines(tb) == exception_lines(tb)
+    assert exception_lines(line) == frame_lines(line) == [] and error_lines(line) == list(line.records)
+
+
+def test_a_traceback_cut_before_its_exception_has_only_frames():
+    (tb,) = frame("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n    f()\n")
+    assert exception_lines(tb) == [] and [r.line for r in frame_lines(tb)] == [2]
+    assert error_lines(tb) == [tb.records[0]]
 
 
 def test_every_line_in_exactly_one_event():

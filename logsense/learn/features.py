@@ -292,12 +292,11 @@ def _telling_lines(event: Event) -> list[Record]:
     if event.kind == "compile":
         errs = [r for r in recs if is_errorish(r.message)]
         return (errs or list(recs[:1]))[:6]
-    from logsense.engine import error_lines
+    from logsense.framing import error_lines, frame_lines
 
     exc = error_lines(event)
     out: list[Record] = []
-    frames = [r for r in recs if r.message.lstrip().startswith('File "')]
-    out.extend(frames[-2:])
+    out.extend(frame_lines(event)[-2:])
     out.extend(exc)
     if exc:
         last = exc[-1].line
