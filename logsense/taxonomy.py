@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 TAXONOMY_PATH = Path(__file__).with_name("taxonomy.yaml")
 
 
@@ -22,11 +20,21 @@ class Cause:
 @lru_cache(maxsize=1)
 def causes() -> dict[str, Cause]:
     """All cause ids with their group, title and usual fixes."""
-    data = yaml.safe_load(TAXONOMY_PATH.read_text(encoding="utf-8"))
+    from logsense import cache
+
+    raw = TAXONOMY_PATH.read_bytes()
+    name = cache.key("taxonomy", raw)
+    kept = cache.load(name)
+    if isinstance(kept, dict) and all(isinstance(v, tuple) and len(v) == 3 for v in kept.values()):
+        return {cid: Cause(cid, group, title, fix) for cid, (group, title, fix) in kept.items()}
+    import yaml
+
+    data = yaml.load(raw.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     out: dict[str, Cause] = {}
     for group, entries in data.items():
         for cid, entry in entries.items():
             out[cid] = Cause(cid, group, entry.get("title", cid), tuple(entry.get("fix") or ()))
+    cache.store(name, {c.id: (c.group, c.title, c.fix) for c in out.values()})
     return out
 
 

@@ -1,59 +1,31 @@
-"""The compiled-pack cache: what a pack file parses to, kept as plain data in the user's cache dir.
+"""Compiled rule packs as plain data, for logsense.cache: parsing and compiling the YAML is most of a small run.
 
-Parsing, validating and compiling the YAML packs is most of what a small `analyze` costs; their
-result is plain data. An entry is keyed by the file's bytes, the code that reads it (logsense's
-version, the parser's own source, the taxonomy the causes are checked against) and the Python
-version, so an edit anywhere is a miss. An entry is marshal data of plain values only (never
-pickle: nothing in it is run), checked against its SHA-256 before it is read, and rebuilt into
-the dataclasses `_types()` names and nothing else; whatever does not come back exactly is a miss.
-So a wrong or corrupt cache costs a re-parse, never a wrong rule. LOGSENSE_NO_CACHE=1 turns it
-off; an unwritable dir only costs the parse next time.
+An entry is keyed by the pack file's bytes and the code that reads it (the parser's own source,
+the fact names a fix may use, the taxonomy the causes are checked against). It is rebuilt into
+the dataclasses `_types()` names and nothing else, and what does not come back exactly as it
+was stored is not stored: a wrong or corrupt entry costs a re-parse, never a wrong rule.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-SCHEMA = 1
-KEEP = 64  # entries kept: each edit of a pack adds one, the oldest go
+from logsense import cache
 
 _HERE = Path(__file__).resolve().parent
 # The code whose behaviour an entry depends on, besides the pack: the parser, the compiler, the
-# field tables, the fact names a fix template may use, and the cause ids.
+# field tables, this codec, the fact names a fix template may use, and the cause ids.
 _CODE = (_HERE / "loader.py", _HERE / "compile.py", _HERE / "schema.py", _HERE / "phases.py", _HERE / "cache.py",
          _HERE.parent / "facts.py", _HERE.parent / "taxonomy.yaml")
 
 
-def cache_dir() -> Path | None:
-    """Where logsense keeps what it can recompute (None: LOGSENSE_NO_CACHE is set)."""
-    if os.environ.get("LOGSENSE_NO_CACHE"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "logsense"
-
-
-@lru_cache(maxsize=1)
-def _salt() -> bytes:
-    from logsense import __version__
-
-    h = hashlib.sha256(f"logsense {__version__} schema {SCHEMA} python {sys.version}".encode())
-    for path in _CODE:
-        try:
-            h.update(path.read_bytes())
-        except OSError:
-            h.update(b"missing " + path.name.encode())  # an installed .pyc-only build: the version decides
-    return h.digest()
-
-
 def key(kind: str, data: bytes) -> str:
-    """The entry name for `data` (a pack file's bytes) read as `kind`."""
-    return hashlib.sha256(_salt() + kind.encode() + b"\0" + data).hexdigest()
+    """The entry name for a pack (or phase) file's bytes."""
+    return cache.key(f"rules-{kind}-{_code_key()}", data)
 
 
 @lru_cache(maxsize=1)
@@ -73,8 +45,8 @@ _LEAVES = (str, int, float, bool, type(None), bytes)
 def encode(value: Any) -> Any:
     """Plain data (marshal can write it) for a value made of the cached dataclasses, patterns and plain values.
 
-    A dataclass is (_TAG, _DATACLASS, its type's name, its field values in order); field names
-    are checked separately (see `_layout`).
+    A dataclass is (_TAG, _DATACLASS, its type's name, its field values in order): the field
+    names are part of the entry's key (`_code_key`).
     """
     from logsense.rules.compile import Pattern
 
@@ -134,59 +106,30 @@ def decode(value: Any) -> Any:
     return walk(value)
 
 
-def _layout() -> dict[str, tuple[str, ...]]:
-    """Each cached type's field names: an entry written for other fields is a miss."""
-    return {name: tuple(f.name for f in dataclasses.fields(t)) for name, t in sorted(_types().items())}
+@lru_cache(maxsize=1)
+def _code_key() -> str:
+    """The reading code's source and each cached type's field names: other code, other entries."""
+    layout = {name: tuple(f.name for f in dataclasses.fields(t)) for name, t in sorted(_types().items())}
+    return cache.source_digest(_CODE) + hashlib.sha256(repr(layout).encode()).hexdigest()[:16]
 
 
 def load(name: str) -> Any:
-    """The entry `name`, or None when it is missing, unreadable or not what was stored."""
-    folder = cache_dir()
-    if folder is None:
+    """The compiled value stored as `name`, or None."""
+    value = cache.load(name)
+    if value is None:
         return None
     try:
-        blob = (folder / "packs" / f"{name}.bin").read_bytes()
-        digest, body = blob[:32], blob[32:]
-        if hashlib.sha256(body).digest() != digest:
-            return None  # truncated or damaged: marshal is only ever given bytes this module wrote
-        import marshal
-
-        header, value = marshal.loads(body)
-        if header != (SCHEMA, name, _layout_key()):
-            return None
         return decode(value)
-    except (OSError, ValueError, TypeError, KeyError, IndexError, EOFError, RecursionError):
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
         return None
-
-
-@lru_cache(maxsize=1)
-def _layout_key() -> str:
-    return hashlib.sha256(repr(_layout()).encode()).hexdigest()
 
 
 def store(name: str, value: Any) -> None:
-    """Keep `value` as entry `name` when it decodes back to the same; quietly not otherwise."""
-    folder = cache_dir()
-    if folder is None:
-        return
-    import marshal
-
+    """Keep `value` as entry `name` when it comes back the same; quietly not otherwise."""
     try:
         plain = encode(value)
-        body = marshal.dumps(((SCHEMA, name, _layout_key()), plain))
-        if encode(decode(marshal.loads(body)[1])) != plain:
+        if encode(decode(plain)) != plain:
             return  # something that does not come back the same: parse it each time
-        packs = folder / "packs"
-        packs.mkdir(parents=True, exist_ok=True)
-        tmp = packs / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(hashlib.sha256(body).digest() + body)
-        tmp.replace(packs / f"{name}.bin")  # readers see the old entry or the new one, never half of one
-        _prune(packs)
-    except (OSError, ValueError, TypeError, KeyError, IndexError, EOFError, RecursionError):
-        pass
-
-
-def _prune(packs: Path) -> None:
-    entries = sorted(packs.glob("*.bin"), key=lambda p: p.stat().st_mtime)
-    for old in entries[:-KEEP]:
-        old.unlink(missing_ok=True)
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+        return
+    cache.store(name, plain)

@@ -1,0 +1,90 @@
+"""The user's cache dir: what logsense can recompute (compiled rule packs, the taxonomy), kept to start fast.
+
+An entry is marshal data of plain values only (never pickle: nothing in it is ever run), named
+by a hash of everything it was computed from, and checked against its SHA-256 before marshal
+reads it. Whatever is missing, damaged, of another schema or under another name is a miss: a
+wrong or corrupt cache costs the recomputation, never a wrong answer. LOGSENSE_NO_CACHE=1 turns
+the cache off; an unwritable dir only costs the recomputation next time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+KEEP = 64  # entries kept: each edit of a pack adds one, the oldest go
+_ERRORS = (OSError, ValueError, TypeError, EOFError, RecursionError)
+
+
+def cache_dir() -> Path | None:
+    """$XDG_CACHE_HOME/logsense (default ~/.cache/logsense); None when LOGSENSE_NO_CACHE is set."""
+    if os.environ.get("LOGSENSE_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "logsense"
+
+
+def key(kind: str, data: bytes) -> str:
+    """The entry name for `data` read as `kind` (which names the code that reads it) by this logsense and Python."""
+    from logsense import __version__
+
+    h = hashlib.sha256(f"{kind}\0logsense {__version__}\0schema {SCHEMA}\0python {sys.version}\0".encode())
+    h.update(data)
+    return h.hexdigest()
+
+
+def source_digest(paths: tuple[Path, ...]) -> str:
+    """A digest of source files, for a `kind` that changes whenever the code that reads an entry does."""
+    h = hashlib.sha256()
+    for path in paths:
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"missing " + path.name.encode())  # an installed build without sources: the version decides
+    return h.hexdigest()[:16]
+
+
+def load(name: str) -> Any:
+    """The plain value stored as `name`, or None (missing, unreadable, damaged or not this entry)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        blob = (folder / "entries" / f"{name}.bin").read_bytes()
+        digest, body = blob[:32], blob[32:]
+        if hashlib.sha256(body).digest() != digest:
+            return None  # truncated or damaged: marshal is only ever given the bytes store() wrote
+        import marshal
+
+        header, value = marshal.loads(body)
+        return value if header == (SCHEMA, name) else None
+    except _ERRORS:
+        return None
+
+
+def store(name: str, value: Any) -> None:
+    """Keep plain `value` as entry `name`, quietly not when it cannot be (an unwritable dir, a value marshal refuses)."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    import marshal
+
+    try:
+        body = marshal.dumps(((SCHEMA, name), value))
+        entries = folder / "entries"
+        entries.mkdir(parents=True, exist_ok=True)
+        tmp = entries / f".{name}.{os.getpid()}.tmp"
+        tmp.write_bytes(hashlib.sha256(body).digest() + body)
+        tmp.replace(entries / f"{name}.bin")  # readers see the old entry or the new one, never half of one
+        _prune(entries)
+    except _ERRORS:
+        pass
+
+
+def _prune(entries: Path) -> None:
+    for old in sorted(entries.glob("*.bin"), key=lambda p: p.stat().st_mtime)[:-KEEP]:
+        old.unlink(missing_ok=True)
