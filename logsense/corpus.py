@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from logsense.errors import RuleError
-from logsense.model import Report, Status
+from logsense.model import UNKNOWN, Report, Status
 from logsense.rules.schema import PHASES
 
 LABEL_SUFFIX = ".label.yaml"
@@ -33,7 +33,6 @@ OUTCOMES = ("ready", "incomplete")
 LABEL_FIELDS = ("cause", "fix_any", "phase", "check_phase", "outcome", "reported_cause", "server", "origin",
                 "group", "source", "source_url", "date", "notes")
 HEALTHY = "healthy"
-UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)

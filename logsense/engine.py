@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from logsense import fixes as fixes_mod
 from logsense.framing import exception_lines, frame_lines
-from logsense.model import Diagnosis, Event, Evidence, Match, Origin, Record, Role, RuleProblem
+from logsense.model import UNKNOWN, Diagnosis, Event, Evidence, Match, Origin, Record, Role, RuleProblem
 from logsense.rules import RuleSet
 from logsense.rules.compile import MATCH_TIMEOUT, CompiledRule, Pattern
 from logsense.taxonomy import title as cause_title
@@ -278,12 +278,12 @@ class Ranker:
         ev = sorted({e.line: e for e in ev}.values(), key=lambda e: e.line)[:MAX_EVIDENCE]
         ranks = sorted({m.event.rank for m in self.fatal if m.event.rank})
         return Diagnosis(
-            cause="unknown",
+            cause=UNKNOWN,
             rule=None,
             root=True,
             origin=Origin.RULE,
             confidence=UNKNOWN_CONFIDENCE,
-            title=_fill_text(spec.title, facts, best.captures) if spec and spec.title else cause_title("unknown"),
+            title=_fill_text(spec.title, facts, best.captures) if spec and spec.title else cause_title(UNKNOWN),
             explanation=((kind_text + ". ") if kind_text else "")
             + "No rule knows its cause; the lines below are the fatal line and the exception chain that ends in it.",
             phase=best.event.phase,

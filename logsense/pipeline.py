@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from logsense.engine import Matcher, Ranker
 from logsense.facts import Facts
 from logsense.framing import Framer
-from logsense.model import Diagnosis, Event, Match, Record, Report, Status, Update, UpdateKind
+from logsense.model import UNKNOWN, Diagnosis, Event, Match, Record, Report, Status, Update, UpdateKind
 from logsense.normalize import Normalizer
 from logsense.rules import RuleSet
 from logsense.timeline import Timeline
@@ -139,7 +139,7 @@ class Pipeline:
         facts = self.facts.snapshot()
         diagnoses = self.ranker.diagnoses(facts)
         failed = any(d.root for d in diagnoses)
-        if self.watcher is not None and (not failed or diagnoses[0].cause == "unknown"):
+        if self.watcher is not None and (not failed or diagnoses[0].cause == UNKNOWN):
             revised = self.watcher.revise(diagnoses, facts)
             if any(d.root for d in revised) == failed:
                 diagnoses = revised

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from logsense.learn.decide import UNKNOWN, decide
+from logsense.learn.decide import decide
 from logsense.learn.features import DigestWatch, Doc, DocReader, Note
 from logsense.learn.linear import LinearModel, Prediction
-from logsense.model import Diagnosis, Evidence, Fix, Origin
+from logsense.model import UNKNOWN, Diagnosis, Evidence, Fix, Origin
 
 MAX_EVIDENCE = 6
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from logsense.model import UNKNOWN
+
 HEALTHY = "healthy"
-UNKNOWN = "unknown"
 
 
 def decide(probs: dict[str, float] | list[tuple[str, float]], threshold: float,

@@ -19,9 +19,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from logsense.learn.decide import UNKNOWN, decide
+from logsense.learn.decide import decide
 from logsense.learn.features import FEATURE_VERSION, Doc, chars, words
 from logsense.learn.linear import FORMAT, FORMAT_VERSION, UNCAPPED, HeldOut, softmax
+from logsense.model import UNKNOWN
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from logsense.diff import DiffResult, Line, Run
+from logsense.model import UNKNOWN
 from logsense.normalize import clean
 from logsense.report.text import duration
 
@@ -51,8 +52,8 @@ def _verdict(label: str, run: Run) -> Text:
         if root.phase:
             t.append(f" in {root.phase}", style="cyan")
         t.append(": ")
-        t.append("cause unknown" if root.cause == "unknown" else clean(root.title), style="bold")
-        if root.cause != "unknown":
+        t.append("cause unknown" if root.cause == UNKNOWN else clean(root.title), style="bold")
+        if root.cause != UNKNOWN:
             t.append(f"  [{root.cause}]", style="dim")
     elif r.status.value == "ready":
         t.append("✓ ready", style="green")

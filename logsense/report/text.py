@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from logsense.model import Diagnosis, Report
+from logsense.model import UNKNOWN, Diagnosis, Report
 from logsense.normalize import clean
 
 
@@ -69,7 +69,7 @@ def render_brief(console: Console, d: Diagnosis, label: str) -> None:
 
 def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
     head = Text()
-    if d.root and d.cause == "unknown":
+    if d.root and d.cause == UNKNOWN:
         head.append("✗ " + clean(d.title if d.title.startswith("failed") else "failed, cause unknown"),
                     style="bold red")
     elif d.root:
@@ -110,7 +110,7 @@ def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
                 ft.append(f"  — {clean(f.note)}", style="dim")
             console.print(ft)
     if d.nearest:
-        label = "maybe like the known incident" if d.cause == "unknown" else "closest known incident"
+        label = "maybe like the known incident" if d.cause == UNKNOWN else "closest known incident"
         console.print(Text(f"  {label}: {clean(d.nearest)}", style="dim"))
 
 
