@@ -1,0 +1,24 @@
+"""Tables for the terminal: each builds a rich `Table` of plain data; the command prints it.
+
+Log and rule text is data: every cell is a `Text`, never markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table
+from rich.text import Text
+
+from logsense.rules.compile import CompiledRule
+
+
+def rules_table(rules: Iterable[CompiledRule]) -> Table:
+    """`logsense rules list`: one row a rule, in pack order (file, then line)."""
+    t = Table(show_edge=False, pad_edge=False)
+    for col in ("rule", "cause", "role", "prio", "source"):
+        t.add_column(col)
+    for r in sorted(rules, key=lambda r: (r.spec.path, r.spec.line)):
+        t.add_row(Text(r.id), Text(r.spec.cause), Text(r.spec.role), Text(str(r.spec.priority)),
+                  Text(f"{r.spec.path}:{r.spec.line}"))
+    return t
