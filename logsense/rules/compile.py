@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re as _re
 from dataclasses import dataclass
-
-import regex
+from typing import TYPE_CHECKING
 
 from logsense.errors import RuleError
 from logsense.rules.loader import PatternSpec, RuleSpec
+
+if TYPE_CHECKING:
+    import regex  # imported when a pattern is first compiled: most runs compile few, some none
 
 MIN_LITERAL = 3
 MATCH_TIMEOUT = 0.25  # seconds per search: a pathological pattern is stopped, reported and disabled
@@ -197,7 +199,7 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], bool]:
     """Literals of which every match contains at least one (empty: no prefilter), and whether case-blind."""
     icase = False
     body = pattern
-    flags = regex.match(r"^\(\?([aiLmsux]+)\)", body)
+    flags = _re.match(r"^\(\?([aiLmsux]+)\)", body)
     if flags:
         icase = "i" in flags.group(1)
         body = body[flags.end() :]
@@ -228,6 +230,8 @@ class Pattern:
     @property
     def regex(self) -> regex.Pattern:
         if self._regex is None:
+            import regex
+
             self._regex = regex.compile(self._text, regex.VERSION0)
         return self._regex
 
@@ -267,6 +271,8 @@ def compile_pattern(spec: PatternSpec, path: str, rule: str, validate: bool = Tr
             _re.compile(spec.text)
     except _re.error:
         # `regex` accepts more than `re` (possessive quantifiers, \p{..}): only its verdict counts
+        import regex
+
         try:
             rx = regex.compile(spec.text, regex.VERSION0)
         except regex.error as e:

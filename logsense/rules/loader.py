@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from logsense.errors import RuleError
 from logsense.rules.schema import (
@@ -23,8 +22,9 @@ from logsense.rules.schema import (
 )
 from logsense.taxonomy import causes
 
-# libyaml's composer is ~10x faster than the pure-Python one and keeps the same marks.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    import yaml  # imported when a pack is parsed: a cached pack needs no YAML at all
+
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _EXAMPLE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -41,7 +41,14 @@ class Marked:
 
 MAX_NODES = 200_000  # values, aliases expanded: more is no rule pack (the biggest bundled one holds ~2k)
 _CORE_TAG = "tag:yaml.org,2002:"
-_SCALARS = yaml.SafeLoader("")  # resolves scalar nodes to Python values, as safe_load would
+
+
+@lru_cache(maxsize=1)
+def _scalars() -> yaml.SafeLoader:
+    """Resolves scalar nodes to Python values, as safe_load would."""
+    import yaml
+
+    return yaml.SafeLoader("")
 
 
 class _Composer:
@@ -70,6 +77,8 @@ class _Composer:
             self.path.discard(id(node))
 
     def _marked(self, node: yaml.Node, depth: int) -> Marked:
+        import yaml
+
         if not node.tag.startswith(_CORE_TAG):
             raise self.refuse(node, f"YAML tag {node.tag!r} is not allowed (plain YAML only)")
         line, col = node.start_mark.line + 1, node.start_mark.column + 1
@@ -86,7 +95,7 @@ class _Composer:
         if isinstance(node, yaml.SequenceNode):
             return Marked([self.marked(v, depth + 1) for v in node.value], line, col)
         try:
-            value = _SCALARS.construct_object(node, deep=True)
+            value = _scalars().construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
             raise self.refuse(node, f"invalid value: {getattr(e, 'problem', None) or e}") from None
         return Marked(value, line, col)
@@ -424,8 +433,11 @@ def read_yaml(path: Path, display: str) -> Marked | None:
         raise RuleError(display, None, f"not UTF-8 text ({e.reason})") from None
     except OSError as e:
         raise RuleError(display, None, f"cannot read: {e.strerror or e}") from None
+    import yaml
+
     try:
-        node = yaml.compose(text, Loader=_LOADER)
+        # libyaml's composer is ~10x faster than the pure-Python one and keeps the same marks.
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.MarkedYAMLError as e:
         # "while scanning a quoted scalar" points where the trouble starts; the problem mark is often EOF
         mark = e.context_mark or e.problem_mark
