@@ -85,9 +85,15 @@ class _Hyperscan:
         return out
 
 
-def _backend(cs: list[bytes], ci: list[bytes]):
+SMALL = 1 << 20  # input up to this size: a backend that builds in milliseconds beats hyperscan's ~0.1 s compile
+
+
+def _backend(cs: list[bytes], ci: list[bytes], size: int | None = None):
+    """The fastest backend there is, or LOGSENSE_SCAN_BACKEND; for a first block of `size` < SMALL, a quick-to-build one."""
     wanted = os.environ.get("LOGSENSE_SCAN_BACKEND", "")
     order = [wanted] if wanted else ["hyperscan", "aho-corasick", "find"]
+    if not wanted and size is not None and size < SMALL:
+        order.remove("hyperscan")
     for name in order:
         try:
             if name == "hyperscan":
@@ -101,6 +107,19 @@ def _backend(cs: list[bytes], ci: list[bytes]):
     if wanted and wanted not in BACKENDS:
         raise SourceError(f"LOGSENSE_SCAN_BACKEND={wanted!r}: choose from {', '.join(BACKENDS)}")
     return _Find(cs, ci)
+
+
+class _FirstBlock:
+    """Builds the backend when the first block shows the input's size (a small log ends in its first block)."""
+
+    def __init__(self, cs: list[bytes], ci: list[bytes]) -> None:
+        self.cs, self.ci = cs, ci
+        self.backend = None
+
+    def offsets(self, data: bytes) -> Iterable[int]:
+        if self.backend is None:
+            self.backend = _backend(self.cs, self.ci, len(data))
+        return self.backend.offsets(data)
 
 
 def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
@@ -131,7 +150,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0) -> None:
         for line_no, text in read_lines(fp, name):
             p.feed_line(line_no, text)
         return
-    scanner = _backend([x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]])
+    scanner = _FirstBlock([x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]])
     ln = 0
     held = b""
     last = [b"", 0, True]  # the last line read, its number, and whether it was fed
