@@ -106,17 +106,9 @@ def _print(rows: list[dict[str, Any]], fmt: str) -> None:
             w.writerow([r["attempt"], r["started"] or "", r["outcome"], r["phase"] or "", r["cause"] or "",
                         "" if r["seconds"] is None else r["seconds"], "; ".join(r["changed"])])
         return
-    from rich.table import Table
+    from logsense.report.tables import history_table
 
-    from logsense.normalize import clean
-    from logsense.report.text import duration
-
-    t = Table(box=None, pad_edge=False, header_style="bold")
-    for c in ("#", "started", "outcome", "phase", "root cause", "took", "changed since the previous attempt"):
-        t.add_column(c, no_wrap=c != "changed since the previous attempt", overflow="fold")
-    for r in rows:
-        t.add_row(str(r["attempt"]), r["started"] or "?", r["outcome"], r["phase"] or "", r["cause"] or "",
-                  duration(r["seconds"]), clean(", ".join(r["changed"])))
+    t = history_table(rows)
     out = console()
     if not out.is_terminal:
         out.width = max(out.width, 200)  # piped: one row a line, never cut
