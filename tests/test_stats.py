@@ -36,7 +36,7 @@ def two_logs(tmp_path_factory):
 
 
 def test_one_row_per_log(two_logs):
-    from logsense.learn.stats import COLUMNS, frame
+    from logsense.learn.batch import COLUMNS, frame
 
     df = frame([str(two_logs)], jobs=1)
     assert list(df.columns) == COLUMNS
@@ -53,7 +53,7 @@ def test_one_row_per_log(two_logs):
 
 
 def test_pool_gives_the_same_rows(two_logs):
-    from logsense.learn.stats import frame
+    from logsense.learn.batch import frame
 
     a = frame([str(two_logs)], jobs=1)
     b = frame([str(two_logs)], jobs=2)
@@ -61,7 +61,7 @@ def test_pool_gives_the_same_rows(two_logs):
 
 
 def test_archives_and_globs(tmp_path, two_logs):
-    from logsense.learn.stats import frame
+    from logsense.learn.batch import frame
 
     tgz = tmp_path / "incidents.tar.gz"
     with tarfile.open(tgz, "w:gz") as tar:
@@ -80,7 +80,7 @@ def test_archives_and_globs(tmp_path, two_logs):
 
 
 def test_an_unreadable_log_is_a_row_not_a_crash(tmp_path):
-    from logsense.learn.stats import frame
+    from logsense.learn.batch import frame
 
     bad = tmp_path / "broken.log.gz"
     bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
@@ -90,7 +90,7 @@ def test_an_unreadable_log_is_a_row_not_a_crash(tmp_path):
 
 def test_rows_for_a_partition():
     """The per-log function as Spark's mapPartitions or a Dask bag would call it: (name, bytes) in, rows out."""
-    from logsense.learn.stats import rows
+    from logsense.learn.batch import rows
 
     out = list(rows([("a.log", FAILED.read_bytes()), ("b.log", HEALTHY.read_bytes())]))
     assert [r["cause"] for r in out] == ["python_headers_missing", "healthy"]
@@ -156,16 +156,16 @@ def test_broken_archives_are_error_rows_and_the_rest_goes_on(tmp_path, two_logs)
 
 
 def test_tar_members_are_spooled_not_held(tmp_path):
-    from logsense.learn import stats
+    from logsense.learn import batch
 
     tgz = tmp_path / "x.tar.gz"
     _tgz(tgz, {"a.log": b"x\n" * 1000, "b.log": b"y\n" * 1000})
     spool = tmp_path / "spool"
     spool.mkdir()
-    tasks = list(stats.tasks([str(tgz)], str(spool)))
+    tasks = list(batch.tasks([str(tgz)], str(spool)))
     assert [t.kind for t in tasks] == ["spooled", "spooled"]
     assert all(not isinstance(t, tuple) for t in tasks)
-    stats.row_from_path(tasks[0])
+    batch.row_from_path(tasks[0])
     assert not os.path.exists(tasks[0].path)  # removed once read
 
 

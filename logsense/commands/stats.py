@@ -26,7 +26,7 @@ def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: 
         import pandas  # noqa: F401
     except ImportError:
         raise UsageError("logsense stats needs pandas: pip install 'logsense[stats]'") from None
-    from logsense.learn.stats import frame
+    from logsense.learn.batch import frame
 
     df = frame(paths, jobs)
     if df.empty:

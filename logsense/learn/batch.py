@@ -105,13 +105,6 @@ def _classifier():
     return _CLASSIFIER
 
 
-def configure(rules=None, classifier: Any = False) -> None:
-    """Use these rules (and classifier; None for none) in this process instead of the defaults."""
-    global _RULES, _CLASSIFIER
-    _RULES = rules
-    _CLASSIFIER = classifier
-
-
 def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, classifier: Any = False) -> dict:
     """Run the Pipeline over one log's (line number, text) pairs and return its row."""
     from logsense.logtime import seconds_between
