@@ -251,9 +251,7 @@ class Ranker:
             top = roots[0]
             if len(roots) > 1:
                 rival = roots[1]
-                rp = self.rules.get(rival.rule).spec.priority if self.rules.get(rival.rule) else 0
-                tp = self.rules.get(top.rule).spec.priority if self.rules.get(top.rule) else 0
-                if rp == tp:
+                if self._priority(rival.rule) == self._priority(top.rule):
                     # two causes of equal standing: say so in how sure we are
                     top = replace(top, confidence=round(top.confidence * 0.8, 3))
             roots[0] = replace(top, explains=explains)
@@ -261,6 +259,10 @@ class Ranker:
         if not self.fatal:
             return symptoms
         return [self._unknown(facts, explains)] + symptoms
+
+    def _priority(self, rule_id: str | None) -> int:
+        rule = self.rules.get(rule_id) if rule_id else None
+        return rule.spec.priority if rule else 0
 
     def _unknown(self, facts: dict, explains: tuple[str, ...]) -> Diagnosis:
         """A failure no root rule names: what kind it is, its fatal line and the exception chain ending in it."""

@@ -185,9 +185,9 @@ def _lower_fraction(x: float) -> float:
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> tuple[LiteralIndex, list[tuple[re.Pattern, str]]]:
+def _compiled() -> tuple[LiteralIndex[tuple[Any, ...]], list[tuple[re.Pattern, str]]]:
     """The literal index and fact patterns, built once a process (a Facts is made per startup of a log)."""
-    entries = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(_SIMPLE) for lit in lits]
+    entries: list[tuple[str, bool, tuple[Any, ...]]] = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(_SIMPLE) for lit in lits]
     entries += [("server_args=", False, ("args",))] + [(lit, False, ("py",)) for lit in _PY_LITERALS]
     entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
     entries += [(lit, False, ("server", srv)) for srv, lits in _SERVER_SIGNS.items() for lit in lits]

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Iterable
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
-class LiteralIndex:
+class LiteralIndex(Generic[K]):
     """Maps literals to keys; `keys_in(text)` returns the keys of every literal the text contains.
 
     One combined alternation answers "does the line hold any literal at all?" (almost every
     line does not); only lines that pass it are checked literal by literal.
     """
 
-    def __init__(self, entries: Iterable[tuple[str, bool, Hashable]], always: Iterable[Hashable] = ()) -> None:
-        self._cs: dict[str, list[Hashable]] = {}
-        self._ci: dict[str, list[Hashable]] = {}
+    def __init__(self, entries: Iterable[tuple[str, bool, K]], always: Iterable[K] = ()) -> None:
+        self._cs: dict[str, list[K]] = {}
+        self._ci: dict[str, list[K]] = {}
         for lit, icase, key in entries:
             (self._ci if icase else self._cs).setdefault(lit.lower() if icase else lit, []).append(key)
         self.always = tuple(dict.fromkeys(always))
@@ -28,14 +31,14 @@ class LiteralIndex:
         """(case-sensitive, case-blind) literals."""
         return list(self._cs), list(self._ci)
 
-    def keys_in(self, text: str) -> list[Hashable]:
+    def keys_in(self, text: str) -> list[K]:
         if self._ac_cs is not False and self._ac_ci is not False:
             return self._keys_ac(text)
         if self._gates is None:
             # a 700-literal alternation takes ~0.1 s to compile: only a run with no automaton pays it
             self._gates = (_gate(self._cs, 0), _gate(self._ci, re.IGNORECASE))
         gate_cs, gate_ci = self._gates
-        found: list[Hashable] = list(self.always)
+        found: list[K] = list(self.always)
         if gate_cs is not None and gate_cs.search(text):
             for lit, keys in self._cs.items():
                 if lit in text:
@@ -47,8 +50,8 @@ class LiteralIndex:
                     found.extend(keys)
         return found
 
-    def _keys_ac(self, text: str) -> list[Hashable]:
-        found: list[Hashable] = list(self.always)
+    def _keys_ac(self, text: str) -> list[K]:
+        found: list[K] = list(self.always)
         for ac, hay in ((self._ac_cs, text), (self._ac_ci, None)):
             if ac is None:
                 continue
@@ -61,7 +64,7 @@ class LiteralIndex:
         return found
 
 
-def _automaton(lits: dict[str, list[Hashable]]):
+def _automaton(lits: dict[str, list[K]]):
     """An Aho-Corasick automaton over the literals (None: no literals; False: the package is missing)."""
     if not lits:
         return None
@@ -73,7 +76,7 @@ def _automaton(lits: dict[str, list[Hashable]]):
     return ahocorasick_rs.AhoCorasick(names), [lits[n] for n in names]
 
 
-def _gate(lits: dict[str, list[Hashable]], flags: int) -> re.Pattern | None:
+def _gate(lits: dict[str, list[K]], flags: int) -> re.Pattern | None:
     if not lits:
         return None
     # Longest first, so a literal that is a prefix of another does not hide it from search().

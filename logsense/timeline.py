@@ -5,7 +5,7 @@ from __future__ import annotations
 from logsense.model import Phase, Record, RuleProblem
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import MATCH_TIMEOUT, Pattern
-from logsense.rules.phases import PhaseSpec, phase_index
+from logsense.rules.phases import PhaseKey, PhaseSpec, phase_index
 from logsense.rules.schema import PHASES
 
 _ORDER = {name: i for i, name in enumerate(PHASES)}
@@ -14,7 +14,7 @@ _ORDER = {name: i for i, name in enumerate(PHASES)}
 class Timeline:
     """Moves forward only: a rank that logs 'Load weight begin' late does not pull the phase back."""
 
-    def __init__(self, specs: list[PhaseSpec], index: LiteralIndex | None = None) -> None:
+    def __init__(self, specs: list[PhaseSpec], index: LiteralIndex[PhaseKey] | None = None) -> None:
         """`index`: `phase_index(specs)`, when the caller keeps one (a RuleSet does)."""
         self.specs = specs
         self.index = index if index is not None else phase_index(specs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -11,7 +11,9 @@ from logsense.prefilter import LiteralIndex
 from logsense.rules import cache
 from logsense.rules.compile import CompiledRule, compile_rule
 from logsense.rules.loader import load_pack
-from logsense.rules.phases import PhaseSpec, load_phases, phase_index
+from logsense.rules.phases import PhaseKey, PhaseSpec, load_phases, phase_index
+
+RuleKey = tuple[int, str, int]  # (rule index, "any" | "all" | "not", pattern index)
 
 
 def bundled_rules_dir() -> Path:
@@ -38,9 +40,10 @@ class RuleSet:
         return next((r for r in self.rules if r.id == rule_id), None)
 
     @cached_property
-    def index(self) -> LiteralIndex:
+    def index(self) -> LiteralIndex[RuleKey]:
         """Literal -> (rule index, pattern kind, pattern index)."""
-        entries, always = [], []
+        entries: list[tuple[str, bool, RuleKey]] = []
+        always: list[RuleKey] = []
         for ri, rule in enumerate(self.rules):
             for kind, pats in (("any", rule.any), ("all", rule.all), ("not", rule.not_)):
                 for pi, p in enumerate(pats):
@@ -51,7 +54,7 @@ class RuleSet:
         return LiteralIndex(entries, always)
 
     @cached_property
-    def phase_index(self) -> LiteralIndex:
+    def phase_index(self) -> LiteralIndex[PhaseKey]:
         """The phase markers' literals, for every Timeline of this rule set."""
         return phase_index(self.phases)
 
@@ -74,8 +77,7 @@ def _cached_pack(path: Path, display: str) -> tuple[list[CompiledRule], list[Rul
 
 def _placed(rule: CompiledRule, display: str) -> CompiledRule:
     """The rule as read from `display`: the cache keeps no path (the same bytes may sit anywhere)."""
-    where = {f.name: display for f in fields(rule.spec) if f.name in ("path", "pack")}
-    return CompiledRule(replace(rule.spec, **where), rule.any, rule.all, rule.not_)
+    return CompiledRule(replace(rule.spec, path=display), rule.any, rule.all, rule.not_)
 
 
 def _compile_pack(path: Path, display: str) -> tuple[list[CompiledRule], list[RuleError]]:

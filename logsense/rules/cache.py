@@ -74,6 +74,7 @@ def encode(value: Any) -> Any:
 def decode(value: Any) -> Any:
     """The value `encode` was given; TypeError/ValueError/KeyError/IndexError on anything else."""
     from logsense.rules.compile import Pattern
+    from logsense.rules.loader import PatternSpec
 
     types = _types()
 
@@ -86,7 +87,7 @@ def decode(value: Any) -> Any:
                     return types[v[2]](*[x if type(x) in _LEAVES else walk(x) for x in v[3:]])
                 if kind == _PATTERN:
                     spec = walk(v[2])
-                    if not isinstance(spec, types["PatternSpec"]) or type(v[3]) is not tuple or type(v[4]) is not bool:
+                    if not isinstance(spec, PatternSpec) or type(v[3]) is not tuple or type(v[4]) is not bool:
                         raise TypeError("not a pattern")
                     return Pattern(spec, v[3], v[4])
                 if kind == _TAGGED_TUPLE:

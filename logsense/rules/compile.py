@@ -203,7 +203,7 @@ def required_literals(pattern: str) -> tuple[tuple[str, ...], bool]:
     if flags:
         icase = "i" in flags.group(1)
         body = body[flags.end() :]
-    lits = []
+    lits: list[str] = []
     for branch in _split_top(body):
         alt_sets: list[tuple[str, ...]] = []
         runs = [r for r in _branch_literals(branch, alt_sets) if len(r.strip()) >= MIN_LITERAL]
@@ -278,7 +278,7 @@ def compile_pattern(spec: PatternSpec, path: str, rule: str, validate: bool = Tr
         except regex.error as e:
             err = RuleError(path, spec.line, f"not a valid regular expression: {e}", rule=rule, field=spec.field,
                             column=spec.column)
-            column = _column_of(err.source, spec.column, spec.text, e.pos)
+            column = _column_of(err.source, spec.column, spec.text, getattr(e, "pos", None))
             if column != spec.column:
                 err = RuleError(path, spec.line, err.reason, rule=rule, field=spec.field, column=column,
                                 source=err.source)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,8 +164,6 @@ class RuleSpec:
     status: str
     path: str
     line: int
-    pack: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
     kind: str | None = None  # role fatal: the kind of failure (schema.FATAL_KINDS)
 
 
@@ -344,7 +342,7 @@ def _valid_default(c: _Checker, p: PatternSpec) -> bool:
     return True
 
 
-def parse_rule(c: _Checker, m: Marked, pack: str, default_not: tuple[PatternSpec, ...] = ()) -> RuleSpec | None:
+def parse_rule(c: _Checker, m: Marked, default_not: tuple[PatternSpec, ...] = ()) -> RuleSpec | None:
     """One rule; `default_not` are the pack's `defaults: not:` patterns, added unless `use_defaults: false`."""
     rid = _text(m.value.get("id")) if isinstance(m.value, dict) else None
     rid = rid if isinstance(rid, str) else None
@@ -371,7 +369,9 @@ def parse_rule(c: _Checker, m: Marked, pack: str, default_not: tuple[PatternSpec
     if kind is not None and role != "fatal":
         c.err(f["kind"], "only a fatal rule has a 'kind:'", rid, "kind")
     match = f["match"]
-    pats_any = pats_all = pats_not = ()
+    pats_any: tuple[PatternSpec, ...] = ()
+    pats_all: tuple[PatternSpec, ...] = ()
+    pats_not: tuple[PatternSpec, ...] = ()
     within = 0
     if isinstance(match, Marked):
         mf = c.fields(match, MATCH_FIELDS, rid, "match.")
@@ -420,7 +420,6 @@ def parse_rule(c: _Checker, m: Marked, pack: str, default_not: tuple[PatternSpec
         status=_text(f["status"]) or "stable",
         path=c.path,
         line=m.line,
-        pack=pack,
         kind=kind,
     )
 
@@ -488,7 +487,7 @@ def load_pack(path: Path, display: str | None = None) -> tuple[list[RuleSpec], l
         if not isinstance(rm.value, dict):
             c.err(rm, "a rule is a mapping", None, f"rules[{i}]")
             continue
-        spec = parse_rule(c, rm, display, default_not)
+        spec = parse_rule(c, rm, default_not)
         if spec is not None:
             out.append(spec)
     return out, c.errors

@@ -1,7 +1,13 @@
-"""rules/phases.yaml -> PhaseSpec: the marker lines that move a startup from one phase to the next."""
+"""rules/phases.yaml -> PhaseSpec: the marker lines that move a startup from one phase to the next.
+
+The phase file is the one list of phases: their names, in startup order, are the order in
+which the file first names them (`phase_names`); rules' `when_phase`, labels and reports take
+them from there, so a phase is added in YAML alone.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,7 +15,9 @@ from logsense.errors import RuleError, RuleErrors
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import Pattern, compile_pattern
 from logsense.rules.loader import Marked, PatternSpec, _Checker, plain, read_yaml
-from logsense.rules.schema import PHASE_FIELDS, PHASES
+from logsense.rules.schema import PHASE_FIELDS
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -24,9 +32,12 @@ class PhaseSpec:
     server: str | None = None  # markers hit only lines of this server's log (the same line means ready in one)
 
 
-def phase_index(specs: list[PhaseSpec]) -> LiteralIndex:
+PhaseKey = tuple[str, int, int]  # ("m" marker | "p" progress, phase index, pattern index)
+
+
+def phase_index(specs: list[PhaseSpec]) -> LiteralIndex[PhaseKey]:
     """Literal -> ("m" marker | "p" progress, phase index, pattern index): what a line may move."""
-    entries = []
+    entries: list[tuple[str, bool, PhaseKey]] = []
     for si, spec in enumerate(specs):
         for pi, p in enumerate(spec.markers):
             for lit in p.literals or ():
@@ -38,7 +49,13 @@ def phase_index(specs: list[PhaseSpec]) -> LiteralIndex:
     return LiteralIndex(entries, always)
 
 
+def phase_names(specs: list[PhaseSpec]) -> tuple[str, ...]:
+    """The phases in startup order: the order in which the phase file first names them."""
+    return tuple(dict.fromkeys(s.name for s in specs))
+
+
 def load_phases(path: Path, display: str) -> list[PhaseSpec]:
+    """Read and compile a phase file; raises RuleErrors naming file:line of each problem."""
     try:
         doc = read_yaml(path, display)
     except RuleError as e:
@@ -47,14 +64,24 @@ def load_phases(path: Path, display: str) -> list[PhaseSpec]:
     if doc is None or not isinstance(doc.value, dict) or not isinstance(doc.value.get("phases"), Marked):
         raise RuleErrors([RuleError(display, doc.line if doc else None, "a phase file is a mapping with 'phases:'")])
     out = []
+    named: set[str] = set()
+    ready: str | None = None  # the first ready phase: every phase is named before it, in startup order
     for i, m in enumerate(doc.value["phases"].value or []):
         f = c.fields(m, PHASE_FIELDS, None, f"phases[{i}].")
         if f is None:
             continue
-        name = f["phase"].value if isinstance(f["phase"], Marked) else None
-        if name not in PHASES:
-            c.err(m, f"unknown phase '{name}' (phases: {', '.join(PHASES)})", None, f"phases[{i}].phase")
+        at = f["phase"] if isinstance(f["phase"], Marked) else m
+        name = at.value if at is not m else None
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            c.err(at, "a phase name is lowercase letters, digits and '_', starting with a letter", None,
+                  f"phases[{i}].phase")
             continue
+        if name not in named and ready is not None:
+            c.err(at, f"phase '{name}' is first named after the ready phase '{ready}': name every phase "
+                  f"first in startup order, before the ready phase (known: {', '.join(sorted(named))})", None,
+                  f"phases[{i}].phase")
+            continue
+        named.add(name)
 
         def pats(key: str, name: str = name, f: dict = f) -> tuple[Pattern, ...]:
             val = f[key]
@@ -68,11 +95,14 @@ def load_phases(path: Path, display: str) -> list[PhaseSpec]:
             return tuple(out_p)
 
         examples = tuple(str(x) for x in (plain(f["examples"]) if isinstance(f["examples"], Marked) else []))
+        is_ready = bool(plain(f["ready"])) if isinstance(f["ready"], Marked) else False
+        if is_ready and ready is None:
+            ready = name
         out.append(PhaseSpec(
             name=name,
             markers=pats("markers"),
             progress=pats("progress"),
-            ready=bool(plain(f["ready"])) if isinstance(f["ready"], Marked) else False,
+            ready=is_ready,
             examples=examples,
             description=str(plain(f["description"]) or "") if isinstance(f["description"], Marked) else "",
             line=m.line,
