@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from logsense import __version__
 from logsense.report import FORMATS as REPORT_FORMATS
 
+if TYPE_CHECKING:
+    from typer._click import Command as ClickCommand  # the click that typer carries
+
+# What the app and a command built alone (see `_command`) share.
+_SETTINGS = {
+    "add_completion": False,
+    "rich_markup_mode": None,
+    "pretty_exceptions_enable": False,
+    "context_settings": {"help_option_names": ["-h", "--help"]},  # every subcommand inherits -h
+}
 app = typer.Typer(
     name="logsense",
     help="Tells why an LLM inference server (SGLang) failed to start, and how to fix it.",
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},  # every subcommand inherits -h
+    **_SETTINGS,  # type: ignore[arg-type]
 )
 rules_app = typer.Typer(help="List, show, test and export the rule packs.", no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
@@ -335,8 +342,8 @@ def run(args: list[str]) -> int:
     from logsense.errors import ExitCode, LogsenseError
 
     try:
-        command = typer.main.get_command(app)
-        with command.make_context("logsense", list(args)) as ctx:
+        command, name, rest = _command(list(args))
+        with command.make_context(name, rest) as ctx:
             result = command.invoke(ctx)
         return result if isinstance(result, int) else 0
     except typer.Exit as e:
@@ -353,6 +360,22 @@ def run(args: list[str]) -> int:
         return int(ExitCode.BAD_INPUT)
     except Exception as e:  # noqa: BLE001 - the one place that turns a bug into a report, not a traceback
         return _crash(e)
+
+
+def _command(args: list[str]) -> tuple[ClickCommand, str, list[str]]:
+    """The click command for `args`, its name and its arguments.
+
+    A top-level command is built alone from its own definition: building every command's
+    options costs as much again as importing typer, and a run uses one. Anything else (a
+    group, --help, --version, a typo) gets the whole tree, whose messages list the commands.
+    """
+    name = args[0] if args else ""
+    for info in app.registered_commands:
+        if name and (info.name or info.callback.__name__.replace("_", "-")) == name:  # type: ignore[union-attr]
+            alone = typer.Typer(**_SETTINGS)  # type: ignore[arg-type]
+            alone.registered_commands.append(info)
+            return typer.main.get_command(alone), f"logsense {name}", args[1:]
+    return typer.main.get_command(app), "logsense", args
 
 
 def _click_errors(e: Exception) -> int | None:
