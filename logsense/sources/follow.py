@@ -196,8 +196,8 @@ class FileFollower:
                 elif cur.pending and now - cur.pending_since >= self.partial_timeout:
                     self._flush_partial(cur, out)
         self._eof = not got
-        cur = self._cur
-        self.caught_up = cur is None or os.fstat(cur.fd).st_size <= cur.offset
+        now_open = self._cur
+        self.caught_up = now_open is None or os.fstat(now_open.fd).st_size <= now_open.offset
         if not self.follow and self._eof:
             for f in [*self._old, *([self._cur] if self._cur else [])]:
                 self._flush_partial(f, out)

@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from typing import IO
 
 from logsense.errors import SourceError, UsageError
 
@@ -242,7 +243,6 @@ class JournalSource:
         self.follow = follow
         self.done = False
         self.run_start: dict | None = None  # the entry the run began at, when it was looked for
-        self.started_at = "head"  # what the first entry is: "run" | "cursor" | "since" | "head"
         _check_readable(self.files, self.directory)
         since_epoch = parse_since(since) if since else None
         boot_spec = _boot_spec(boot) if boot else None
@@ -259,10 +259,8 @@ class JournalSource:
             entries.close()  # type: ignore[attr-defined]
         self.newest_cursor: str | None = newest.get("__CURSOR") if newest else None
         if cursor:
-            self.started_at = "cursor"
             self._impl.start(cursor=cursor)
         elif since_epoch is not None:
-            self.started_at = "since"
             self._impl.start(since=since_epoch)
         elif not self.names:
             self._impl.start()  # no unit: every entry is of interest, from the first
@@ -274,7 +272,6 @@ class JournalSource:
                 entries.close()  # type: ignore[attr-defined]
             self.run_start = first
             if first is not None and first.get("__CURSOR"):
-                self.started_at = "run"
                 self._impl.start(cursor=first["__CURSOR"])
             else:
                 self._impl.start()
@@ -412,7 +409,6 @@ class _ReaderBackend(_Backend):
     def __init__(self, src: JournalSource, boot: tuple[str | None, int | None] | None) -> None:
         from systemd import journal
 
-        self._journal = journal
         self.src = src
         try:
             if src.files:
@@ -487,7 +483,7 @@ class _ReaderBackend(_Backend):
         return self._take()
 
     def _take(self) -> list[dict]:
-        out = []
+        out: list[dict] = []
         while len(out) < BATCH:
             e = self.r.get_next()
             if not e:
@@ -525,11 +521,11 @@ class _JournalctlBackend(_Backend):
             args.extend(f"{fld}={n}" for n in src.names)
         self.base = args
         self.proc: subprocess.Popen | None = None
-        self._err = None
+        self._err: IO[bytes] | None = None
         self._buf = bytearray()
         self._pending: list[dict] = []
 
-    def _spawn(self, extra: list[str]) -> tuple[subprocess.Popen, object]:
+    def _spawn(self, extra: list[str]) -> tuple[subprocess.Popen, IO[bytes]]:
         err = tempfile.TemporaryFile()
         try:
             p = subprocess.Popen(self.base + extra, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
@@ -538,9 +534,11 @@ class _JournalctlBackend(_Backend):
             raise SourceError(f"cannot run journalctl: {e.strerror or e}") from None
         return p, err
 
-    def _failure(self, p: subprocess.Popen, err) -> SourceError:
-        err.seek(0)
-        text = err.read().decode("utf-8", "replace").strip().splitlines()
+    def _failure(self, p: subprocess.Popen, err: IO[bytes] | None) -> SourceError:
+        text: list[str] = []
+        if err is not None:
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace").strip().splitlines()
         where = ", ".join(self.src.files) or self.src.directory or "the journal"
         return SourceError(f"{where}: journalctl: {text[-1] if text else f'exit status {p.returncode}'}")
 

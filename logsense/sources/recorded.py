@@ -80,7 +80,7 @@ def open_recorded(path: str) -> tuple[BinaryIO, str]:
             raw = open(path, "rb")  # noqa: SIM115 - the caller closes it
         except OSError as e:
             raise source_error(path, e) from None
-    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]
     return as_text_bytes(buffered, name), name
 
 
@@ -97,25 +97,25 @@ def as_text_bytes(fp: BinaryIO, name: str) -> BinaryIO:
     its first 64 KiB) has them turned into \\n: the rules and the block scanner then see the same
     text, line by line.
     """
-    buffered = fp if hasattr(fp, "peek") else io.BufferedReader(fp)  # type: ignore[arg-type]
+    buffered = fp if hasattr(fp, "peek") else io.BufferedReader(fp)  # type: ignore[type-var]
     head = _peek(buffered, 8, name)
     if head[:2] == b"\x1f\x8b":
-        return as_text_bytes(io.BufferedReader(gzip.GzipFile(fileobj=buffered)), name)  # type: ignore[arg-type]
+        return as_text_bytes(io.BufferedReader(gzip.GzipFile(fileobj=buffered)), name)
     if head[:3] == _BZ2 and head[3:4].isdigit():
         import bz2
 
-        return as_text_bytes(io.BufferedReader(bz2.BZ2File(buffered)), name)  # type: ignore[arg-type]
+        return as_text_bytes(io.BufferedReader(bz2.BZ2File(buffered)), name)
     if head[:6] == _XZ:
         import lzma
 
-        return as_text_bytes(io.BufferedReader(lzma.LZMAFile(buffered)), name)  # type: ignore[arg-type]
+        return as_text_bytes(io.BufferedReader(lzma.LZMAFile(buffered)), name)
     if head[:4] == _ZSTD:
         raise SourceError(f"{name}: zstd-compressed; decompress it first (zstd -dc {name} | logsense analyze -)")
     if head[:2] in _BOMS:
         return as_text_bytes(io.BufferedReader(_Recoded(buffered, _BOMS[head[:2]], name), BLOCK), name)
     start = _peek(buffered, 1 << 16, name)
     if b"\r" in start and b"\n" not in start:
-        return io.BufferedReader(_Recoded(buffered, None, name), BLOCK)  # type: ignore[return-value]
+        return io.BufferedReader(_Recoded(buffered, None, name), BLOCK)
     return buffered
 
 
@@ -148,7 +148,7 @@ class _Recoded(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b) -> int:
         while not self.pending:
             try:
                 chunk = self.inner.read(BLOCK)
