@@ -339,7 +339,7 @@ def check_conflicts(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
         spec = rule.spec
         if spec.role != Role.ROOT.value:
             continue
-        phase = first_phase(spec)
+        phase = first_phase(rs, spec)
         for ex in spec.examples:
             if ex.kind != "match":
                 continue

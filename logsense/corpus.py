@@ -21,7 +21,6 @@ from typing import Any
 
 from logsense.errors import RuleError
 from logsense.model import UNKNOWN, Report, Status
-from logsense.rules.schema import PHASES
 
 LABEL_SUFFIX = ".label.yaml"
 LOG_SUFFIXES = (".log", ".log.gz")
@@ -147,8 +146,12 @@ def read_label(path: Path, shown: str | None = None) -> tuple[Label | None, list
         bad("fix_any", "must be a list of strings (a suggested fix must contain one of them)")
         fix_any = []
     phase = fields.get("phase")
-    if phase is not None and phase not in PHASES:
-        bad("phase", f"unknown phase {phase!r} (phases: {', '.join(PHASES)})")
+    if phase is not None:
+        from logsense.rules import bundled_phase_names
+
+        phases = bundled_phase_names()
+        if phase not in phases:
+            bad("phase", f"unknown phase {phase!r} (phases: {', '.join(phases)})")
     check_phase = fields.get("check_phase", False)
     if not isinstance(check_phase, bool):
         bad("check_phase", "must be true or false")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,6 @@ from logsense.model import Diagnosis, Event, Evidence, Origin, Record, Report
 from logsense.normalize import Normalizer
 from logsense.pipeline import Fallback, Pipeline, Reading, Watcher
 from logsense.rules import RuleSet
-from logsense.rules.schema import PHASES
 from logsense.sources.recorded import open_recorded, read_lines
 from logsense.templates import TemplateMiner, mask
 from logsense.timeline import Timeline
@@ -400,17 +400,18 @@ def compare_runs(good: Run, bad: Run, benign: list | None = None) -> DiffResult:
     bad_templates = bad.observer.all.miner
     good_only = [x for x in good.observer.all.items() if bad_templates.match_masked(x.masked) is None]
     error, chain = first_error(bad_only, bad.observer.kinds.handled)
+    order = bad.observer.timeline.order  # startup order, from the phase file
     return DiffResult(
         good=good,
         bad=bad,
         bad_only=bad_only,
         good_only=good_only,
-        divergence=_divergence(good.report, bad.report, bad_only, good_only),
+        divergence=_divergence(good.report, bad.report, bad_only, good_only, order),
         first_error=error,
         first_error_chain=chain,
         code_paths=code_paths(bad_only),
         facts=fact_diffs(good.report.facts, bad.report.facts),
-        phases=phase_rows(good.report, bad.report),
+        phases=phase_rows(good.report, bad.report, order),
     )
 
 
@@ -451,10 +452,11 @@ def code_paths(lines: list[Line]) -> list[list[str]]:
     return [p for p in out if not (tuple(p) in seen or seen.add(tuple(p)))]
 
 
-def _divergence(good: Report, bad: Report, bad_only: list[Line], good_only: list[Line]) -> Divergence | None:
+def _divergence(good: Report, bad: Report, bad_only: list[Line], good_only: list[Line],
+                order: Iterable[str]) -> Divergence | None:
     in_good = {p.name for p in good.phases}
     in_bad = {p.name for p in bad.phases}
-    for phase in PHASES:
+    for phase in order:
         b = next((x for x in bad_only if x.phase == phase), None)
         g = next((x for x in good_only if x.phase == phase), None)
         entered = None if (phase in in_good) == (phase in in_bad) else ("good" if phase in in_good else "bad")
@@ -482,11 +484,12 @@ def fact_diffs(good: dict[str, Any], bad: dict[str, Any]) -> list[FactDiff]:
     return out
 
 
-def phase_rows(good: Report, bad: Report) -> list[PhaseRow]:
+def phase_rows(good: Report, bad: Report, order: Iterable[str]) -> list[PhaseRow]:
+    """The phases either run entered, in startup `order`."""
     g = {p.name: p for p in good.phases}
     b = {p.name: p for p in bad.phases}
     rows = []
-    for name in PHASES:
+    for name in order:
         if name in g or name in b:
             rows.append(PhaseRow(name, g[name].seconds if name in g else None,
                                  b[name].seconds if name in b else None, name in g, name in b))

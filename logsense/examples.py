@@ -16,7 +16,6 @@ from logsense.rules import RuleSet
 from logsense.rules.compile import CompiledRule
 from logsense.rules.loader import RuleSpec
 from logsense.rules.phases import PhaseSpec
-from logsense.rules.schema import PHASES
 
 
 @dataclass(frozen=True)
@@ -51,14 +50,17 @@ def example_lines(log: str) -> list[tuple[int, str]]:
     return list(enumerate(log.splitlines() or [log], 1))
 
 
-def first_phase(spec: RuleSpec) -> str | None:
+def first_phase(rules: RuleSet, spec: RuleSpec) -> str | None:
     """The earliest phase a rule fires in (its examples are analyzed from there), or None for any."""
-    return min(spec.when_phase, key=PHASES.index) if spec.when_phase else None
+    if not spec.when_phase:
+        return None
+    order = rules.phase_names
+    return min(spec.when_phase, key=lambda p: (order.index(p) if p in order else len(order), p))
 
 
 def fired(rules: RuleSet, rule: CompiledRule, log: str) -> list[Match]:
     """The matches of `rule` when `log` is analyzed (starting in the rule's phase, if it has one)."""
-    matches, _ = all_matches(rules, example_lines(log), first_phase(rule.spec))
+    matches, _ = all_matches(rules, example_lines(log), first_phase(rules, rule.spec))
     return [m for m in matches if m.rule_id == rule.id]
 
 

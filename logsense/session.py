@@ -26,12 +26,11 @@ from typing import Any, Protocol
 from logsense.logtime import parse_time
 from logsense.model import Diagnosis, Record, Report, UpdateKind
 from logsense.rules import RuleSet
-from logsense.rules.schema import PHASES
+from logsense.timeline import RESTART_AFTER
 
 QUIET = 0.5  # seconds without a new line before open events are closed
 LINGER = 2.0  # at most this long after a failure for the lines that complete it
 SKEW_LIMIT = 12 * 3600  # a log whose times are further than this from the clock is not live
-_ORDER = {name: i for i, name in enumerate(PHASES)}
 YEARLESS = 2000  # the year a time without one is read with
 
 
@@ -249,7 +248,7 @@ class Session:
 
     def _restarts(self, rec: Record) -> bool:
         """A new server_args line after the weights began loading: the server started again in this log."""
-        if _ORDER.get(self.startup.pipeline.timeline.current, 0) < _ORDER["weight_loading"]:
+        if not self.startup.pipeline.timeline.past(RESTART_AFTER):
             return False
         for m in self._args_markers:
             if m.literals and not m.icase and not any(lit in rec.message for lit in m.literals):

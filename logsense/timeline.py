@@ -5,10 +5,11 @@ from __future__ import annotations
 from logsense.model import Phase, Record, RuleProblem
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import MATCH_TIMEOUT, Pattern
-from logsense.rules.phases import PhaseKey, PhaseSpec, phase_index
-from logsense.rules.schema import PHASES
+from logsense.rules.phases import PhaseKey, PhaseSpec, phase_index, phase_names
 
-_ORDER = {name: i for i, name in enumerate(PHASES)}
+# The phases the timeline itself reads: a new start is a server_args line once the weights began loading.
+RESTART_PHASE = "server_args"
+RESTART_AFTER = "weight_loading"
 
 
 class Timeline:
@@ -18,7 +19,9 @@ class Timeline:
         """`index`: `phase_index(specs)`, when the caller keeps one (a RuleSet does)."""
         self.specs = specs
         self.index = index if index is not None else phase_index(specs)
-        self.current = "import"
+        self.order = {name: i for i, name in enumerate(phase_names(specs))}  # startup order, from the phase file
+        self.current = next(iter(self.order), "import")
+        self._ready_phases = {s.name for s in specs if s.ready}  # a ready phase lasts as long as the server
         self.ready = False
         self.ready_line: int | None = None
         self.restarts = 0
@@ -66,17 +69,21 @@ class Timeline:
                         self.server = rec.server
                     if self._enter(spec, rec):
                         entered = spec.name
-            elif _ORDER.get(spec.name, 0) >= _ORDER.get(self.current, 0):  # not a phase already left
+            elif self.order.get(spec.name, 0) >= self.order.get(self.current, 0):  # not a phase already left
                 m = self._search(key, spec.progress[pi], rec)
                 if m and m.groupdict().get("done") and m.groupdict().get("total"):
                     progress = (int(m["done"]), int(m["total"]))
                     self.progress = progress
         return entered, progress
 
+    def past(self, phase: str) -> bool:
+        """True once the timeline has reached `phase` (never, for a phase the phase file lacks)."""
+        return phase in self.order and self.order.get(self.current, 0) >= self.order[phase]
+
     def _enter(self, spec: PhaseSpec, rec: Record) -> bool:
-        new, cur = _ORDER.get(spec.name, 0), _ORDER.get(self.current, 0)
+        new, cur = self.order.get(spec.name, 0), self.order.get(self.current, 0)
         if new <= cur:
-            if spec.name == "server_args" and cur >= _ORDER["weight_loading"]:
+            if spec.name == RESTART_PHASE and self.past(RESTART_AFTER):
                 self.restarts += 1  # a new start in the same log: its timeline begins again
                 self._phases.clear()
                 self.ready = False
@@ -95,6 +102,6 @@ class Timeline:
         out = []
         for i, (name, start, line) in enumerate(self._phases):
             nxt = self._phases[i + 1] if i + 1 < len(self._phases) else None
-            end = nxt[1] if nxt else (None if name == "serving" else self.last_time)
+            end = nxt[1] if nxt else (None if name in self._ready_phases else self.last_time)
             out.append(Phase(name, start, end, line, nxt[2] if nxt else None))
         return tuple(out)

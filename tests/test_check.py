@@ -233,9 +233,11 @@ def test_schema_errors_are_reported_with_file_and_line(work):
 
 @pytest.mark.parametrize("case", sorted((ROOT / "tests" / "bad-rules").glob("*.yaml")), ids=lambda p: p.stem)
 def test_the_loaders_errors_become_problems_and_nothing_more(case, monkeypatch):
-    """The same file:line messages as the loader (without the column); a broken rule adds no example noise."""
+    """The same file:line messages as the loader (without the column and the caret under it); a broken rule adds
+    no example noise."""
     monkeypatch.chdir(case.parent)
-    expected = {re.sub(r"^([^:]+:\d+):\d+:", r"\1:", ln) for ln in case.with_suffix(".err").read_text().splitlines()}
+    expected = {re.sub(r"^([^:]+:\d+):\d+:", r"\1:", ln) for ln in case.with_suffix(".err").read_text().splitlines()
+                if not ln.startswith(" ")}
     r = check([case.name], only_rules=[case.name])
     assert set(messages(r)) == expected
     assert r.exit_code == 1

@@ -32,13 +32,13 @@ def label_text(cause: str, fix_tokens: list[str], phase: str | None, source: str
 
 def _validate(cause: str, phase: str | None, origin: str) -> None:
     from logsense.corpus import ORIGINS, close_causes
-    from logsense.rules.schema import PHASES
+    from logsense.rules import bundled_phase_names
     from logsense.taxonomy import causes
 
     if cause not in causes():
         raise UsageError(f"--cause: unknown cause '{cause}'{close_causes(cause)}")
-    if phase is not None and phase not in PHASES:
-        raise UsageError(f"--phase: unknown phase '{phase}' (phases: {', '.join(PHASES)})")
+    if phase is not None and phase not in (phases := bundled_phase_names()):
+        raise UsageError(f"--phase: unknown phase '{phase}' (phases: {', '.join(phases)})")
     if origin not in ORIGINS:
         raise UsageError(f"--origin: '{origin}' is not one of: {', '.join(ORIGINS)}")
 

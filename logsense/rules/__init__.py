@@ -11,7 +11,7 @@ from logsense.prefilter import LiteralIndex
 from logsense.rules import cache
 from logsense.rules.compile import CompiledRule, compile_rule
 from logsense.rules.loader import load_pack
-from logsense.rules.phases import PhaseKey, PhaseSpec, load_phases, phase_index
+from logsense.rules.phases import PhaseKey, PhaseSpec, load_phases, phase_index, phase_names, unknown_phases
 
 RuleKey = tuple[int, str, int]  # (rule index, "any" | "all" | "not", pattern index)
 
@@ -52,6 +52,11 @@ class RuleSet:
                     for lit in p.literals:
                         entries.append((lit, p.icase, (ri, kind, pi)))
         return LiteralIndex(entries, always)
+
+    @cached_property
+    def phase_names(self) -> tuple[str, ...]:
+        """The phases in startup order, as the phase file names them."""
+        return phase_names(self.phases)
 
     @cached_property
     def phase_index(self) -> LiteralIndex[PhaseKey]:
@@ -105,6 +110,12 @@ def _cached_phases(path: Path, display: str) -> list[PhaseSpec]:
     return phases
 
 
+def bundled_phase_names() -> tuple[str, ...]:
+    """The phases of the bundled phase file, for what is checked without a rule set (labels, `label --phase`)."""
+    path = bundled_rules_dir() / "phases.yaml"
+    return phase_names(_cached_phases(path, _display(path)))
+
+
 def pack_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
@@ -156,6 +167,7 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
     if phases is None:
         bundled = bundled_rules_dir() / "phases.yaml"
         phases = _cached_phases(bundled, _display(bundled)) if bundled.is_file() else []
+    errors.extend(unknown_phases(rules, phase_names(phases)))
     if errors and strict:
         raise RuleErrors(errors)
     return RuleSet(rules, phases, sources)

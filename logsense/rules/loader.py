@@ -16,7 +16,6 @@ from logsense.rules.schema import (
     FIX_FIELDS,
     MATCH_FIELDS,
     PACK_FIELDS,
-    PHASES,
     RULE_FIELDS,
     Field,
 )
@@ -387,10 +386,7 @@ def parse_rule(c: _Checker, m: Marked, default_not: tuple[PatternSpec, ...] = ()
     phases = None
     wp = f["when_phase"]
     if isinstance(wp, Marked):
-        phases = frozenset(plain(wp) or [])
-        for p in phases:
-            if p not in PHASES:
-                c.err(wp, f"unknown phase '{p}' (phases: {', '.join(PHASES)})", rid, "when_phase")
+        phases = frozenset(plain(wp) or [])  # checked against the phase file in use: phases.unknown_phases
     when_facts: dict[str, tuple[Any, ...]] = {}
     wf = f["when_facts"]
     if isinstance(wf, Marked) and isinstance(wf.value, dict):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from logsense.errors import RuleError, RuleErrors
 from logsense.prefilter import LiteralIndex
-from logsense.rules.compile import Pattern, compile_pattern
+from logsense.rules.compile import CompiledRule, Pattern, compile_pattern
 from logsense.rules.loader import Marked, PatternSpec, _Checker, plain, read_yaml
 from logsense.rules.schema import PHASE_FIELDS
 
@@ -52,6 +52,17 @@ def phase_index(specs: list[PhaseSpec]) -> LiteralIndex[PhaseKey]:
 def phase_names(specs: list[PhaseSpec]) -> tuple[str, ...]:
     """The phases in startup order: the order in which the phase file first names them."""
     return tuple(dict.fromkeys(s.name for s in specs))
+
+
+def unknown_phases(rules: list[CompiledRule], names: tuple[str, ...]) -> list[RuleError]:
+    """A rule whose `when_phase` names a phase the phase file in use does not."""
+    out = []
+    for r in rules:
+        for p in sorted(map(str, r.spec.when_phase or ())):
+            if p not in names:
+                out.append(RuleError(r.spec.path, r.spec.line, f"unknown phase '{p}' (phases: {', '.join(names)})",
+                                     rule=r.id, field="when_phase"))
+    return out
 
 
 def load_phases(path: Path, display: str) -> list[PhaseSpec]:

@@ -91,14 +91,3 @@ PHASE_FIELDS: dict[str, Field] = {
     "server": Field(str, False, None, "only lines of this server's log hit these markers", choices=("sglang", "vllm")),
 }
 
-PHASES = (
-    "import",
-    "server_args",
-    "distributed_init",
-    "weight_loading",
-    "kv_cache_alloc",
-    "cuda_graph_capture",
-    "warmup",
-    "serving",
-)
-
