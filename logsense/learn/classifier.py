@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from logsense.learn.decide import decide
+from logsense.learn.decide import best_failure, decide
 from logsense.learn.features import DigestWatch, Doc, DocReader, Note
 from logsense.learn.linear import LinearModel, Prediction
 from logsense.model import UNKNOWN, Diagnosis, Evidence, Fix, Origin
@@ -56,7 +56,7 @@ class Classifier(DocReader):
         if verdict != UNKNOWN:
             return [self._diagnosis(verdict, p, raw.prob(verdict), doc, pred, phase, explains)] + symptoms
         # not sure enough: the failure keeps cause unknown; a real lean is offered as a maybe
-        guess, guess_p = raw.best_failure()
+        guess, guess_p = best_failure(raw.probs)
         nearest = model.nearest(doc.text, guess) if guess_p >= self.threshold / 2 else None
         if nearest is not None:
             note = (f" Maybe {guess}: the learned classifier's best guess (p={guess_p:.2f}"

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from logsense.model import UNKNOWN
 
 HEALTHY = "healthy"
 
 
-def decide(probs: dict[str, float] | list[tuple[str, float]], threshold: float,
+def best_failure(probs: Iterable[tuple[str, float]]) -> tuple[str, float]:
+    """The first (most likely, given in that order) cause that is neither 'healthy' nor 'unknown'."""
+    return next(((c, q) for c, q in probs if c not in (HEALTHY, UNKNOWN)), (UNKNOWN, 0.0))
+
+
+def decide(probs: dict[str, float] | Sequence[tuple[str, float]], threshold: float,
            failed: bool) -> tuple[str, float, str]:
     """(verdict, p, best guess): a cause, 'healthy' (no root: the log did not fail) or 'unknown' (failed, unnamed).
 
@@ -16,7 +23,7 @@ def decide(probs: dict[str, float] | list[tuple[str, float]], threshold: float,
     a log into a failure, nor a failure into a healthy startup.
     """
     items = sorted(probs.items() if isinstance(probs, dict) else probs, key=lambda cp: (-cp[1], cp[0]))
-    best, best_p = next(((c, q) for c, q in items if c not in (HEALTHY, UNKNOWN)), (UNKNOWN, 0.0))
+    best, best_p = best_failure(items)
     if not failed:
         return HEALTHY, dict(items).get(HEALTHY, 0.0), best
     top, p = items[0]

@@ -59,10 +59,6 @@ class Prediction:
     def prob(self, cause: str) -> float:
         return next((p for c, p in self.probs if c == cause), 0.0)
 
-    def best_failure(self) -> tuple[str, float]:
-        """The most likely cause that is neither 'healthy' nor 'unknown'."""
-        return next(((c, p) for c, p in self.probs if c not in ("healthy", "unknown")), ("unknown", 0.0))
-
 
 class Block:
     """One TF-IDF vectorizer: analyzer name, vocabulary, idf; sublinear tf and l2 norm as in training."""

@@ -155,12 +155,6 @@ def _r(x: float) -> float:
 
 
 @dataclass
-class Fold:
-    test: list[int]
-    model: list[dict[str, float]] = field(default_factory=list)
-
-
-@dataclass
 class Evaluation:
     y: list[str]
     origin: list[str]
