@@ -15,6 +15,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 from logsense.errors import UsageError
 
@@ -72,7 +73,7 @@ def check(cfg: ProbeConfig) -> ProbeResult:
     if status != 200:
         return ProbeResult(False, f"GET /health: {_what(status, body)}")
     if cfg.api == "generate":
-        payload = {"text": "Hi", "sampling_params": {"max_new_tokens": 1, "temperature": 0}}
+        payload: dict[str, Any] = {"text": "Hi", "sampling_params": {"max_new_tokens": 1, "temperature": 0}}
         status, body = _request(cfg, "POST", "/generate", payload)
         if status == 200 and isinstance(_json(body), dict) and "text" in _json(body):
             return ProbeResult(True, "GET /health 200; POST /generate answered")

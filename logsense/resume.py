@@ -19,9 +19,9 @@ from logsense.errors import SourceError
 SCHEMA = 2
 SAVE_EVERY = 1.0  # seconds between two writes while lines come in
 
-_FILE_POS = {"dev": (int, type(None)), "ino": (int, type(None)), "offset": int, "line": int, "head_len": int,
+_FILE_POS: dict[str, type | tuple[type, ...]] = {"dev": (int, type(None)), "ino": (int, type(None)), "offset": int, "line": int, "head_len": int,
              "head": str}
-_JOURNAL_POS = {"cursor": (str, type(None)), "usec": (str, type(None)), "line": int}
+_JOURNAL_POS: dict[str, type | tuple[type, ...]] = {"cursor": (str, type(None)), "usec": (str, type(None)), "line": int}
 
 
 class State:

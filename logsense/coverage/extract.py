@@ -89,7 +89,7 @@ class _Finder(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def _add(self, node: ast.AST, kind: str, exc: str, template: Template | None) -> None:
+    def _add(self, node: ast.stmt | ast.expr, kind: str, exc: str, template: Template | None) -> None:
         scope = ".".join(self.scopes) or "<module>"
         self.sites.append(Site(self.path, node.lineno, scope, kind, exc, template))
 

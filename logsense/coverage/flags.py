@@ -64,7 +64,8 @@ def _field_flags(cls: ast.ClassDef, server: str) -> set[str]:
             continue
         arg = next((n for n in ast.walk(ann) if isinstance(n, ast.Call) and _call_name(n) == "Arg"), None)
         kw = {k.arg: k.value for k in arg.keywords} if arg else {}
-        if isinstance(kw.get("no_cli"), ast.Constant) and kw["no_cli"].value is True:
+        no_cli = kw.get("no_cli")
+        if isinstance(no_cli, ast.Constant) and no_cli.value is True:
             continue
         out.update(_strings(kw.get("cli_name")) or ["--" + name.replace("_", "-")])
     return out

@@ -27,7 +27,7 @@ def summary(report: CoverageReport) -> str:
 
 
 def _areas_table(report: CoverageReport) -> list[str]:
-    rows = [("area", "sites", "covered", "triaged", "generic", "uncovered", "no text")]
+    rows: list[tuple[str, ...]] = [("area", "sites", "covered", "triaged", "generic", "uncovered", "no text")]
     for area in report.areas + ["total"]:
         c = report.counts(None if area == "total" else area)
         rows.append((area, str(sum(c[s] for s in COUNTED)), *(str(c[s]) for s in COUNTED), str(c[Status.NO_TEXT])))

@@ -29,8 +29,14 @@ class Source(Protocol):
     description: str
     start: str  # where reading began, in words
     notices: list[str]  # what happened to the input (rotated, truncated, ...), for --verbose
-    caught_up: bool  # the last read reached the end of what was there
-    ended: bool  # nothing more will come (--no-follow at the end, --until passed)
+
+    @property
+    def caught_up(self) -> bool:
+        """The last read reached the end of what was there."""
+
+    @property
+    def ended(self) -> bool:
+        """Nothing more will come (--no-follow at the end, --until passed)."""
 
     def read(self, timeout: float) -> list[Item]: ...
 
