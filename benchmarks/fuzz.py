@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from logsense import load_rules  # noqa: E402
-from logsense.pipeline import Pipeline  # noqa: E402
-from logsense.report.text import render  # noqa: E402
-from logsense.scan import feed_stream  # noqa: E402
-from logsense.sources.recorded import as_text_bytes, read_lines  # noqa: E402
+from logsense import load_rules
+from logsense.pipeline import Pipeline
+from logsense.report.text import render
+from logsense.scan import feed_stream
+from logsense.sources.recorded import as_text_bytes, read_lines
 
 PIECES = [
     b"Traceback (most recent call last):", b'  File "/x/sglang/srt/a.py", line 1, in f', b"    x()",

@@ -180,29 +180,29 @@ class Gen:
         for _ in range(TP):
             self.line(f"{SITE}/transformers/utils/hub.py:111: FutureWarning: Using `TRANSFORMERS_CACHE` is deprecated and will be removed in v5 of Transformers. Use `HF_HOME` instead.")
             self.line("  warnings.warn(")
-        self.ranks(lambda r: "Init torch distributed begin.")
+        self.ranks(lambda _: "Init torch distributed begin.")
         self.clock.t += 2
         for _ in range(3):
             for r in rng.sample(range(TP), TP):
                 self.line(f"[Gloo] Rank {r} is connected to 7 peer ranks. Expected number of connected peer ranks is : 7")
-        self.ranks(lambda r: f"Init torch distributed ends. elapsed={2.8 + rng.random() * 0.3:.2f} s, mem usage=1.13 GB")
-        self.ranks(lambda r: f"Load weight begin. avail mem={265.7 + rng.random() * 0.1:.2f} GB")
+        self.ranks(lambda _: f"Init torch distributed ends. elapsed={2.8 + rng.random() * 0.3:.2f} s, mem usage=1.13 GB")
+        self.ranks(lambda _: f"Load weight begin. avail mem={265.7 + rng.random() * 0.1:.2f} GB")
         load = 300 + rng.random() * 120
         self.clock.t += load
-        self.line(tqdm_record(lambda i: "Multi-thread loading shards", 64, load, rng, pct=True))
+        self.line(tqdm_record(lambda _: "Multi-thread loading shards", 64, load, rng, pct=True))
         self.line("")
-        self.ranks(lambda r: f"Load weight end. elapsed={load:.2f} s, type=KimiK25ForConditionalGeneration, dtype=torch.bfloat16, avail mem={191.4 + rng.random() * 0.1:.2f} GB, mem usage=74.28 GB.")
-        self.ranks(lambda r: "Using KV cache dtype: torch.bfloat16")
-        self.ranks(lambda r: "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2331544, KV size: 152.59 GB")
-        self.ranks(lambda r: f"Memory pool end. avail mem={38.6 + rng.random() * 0.2:.2f} GB")
-        self.ranks(lambda r: f"Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs={bs}, avail mem=38.41 GB")
-        self.ranks(lambda r: MOE_WARN)
+        self.ranks(lambda _: f"Load weight end. elapsed={load:.2f} s, type=KimiK25ForConditionalGeneration, dtype=torch.bfloat16, avail mem={191.4 + rng.random() * 0.1:.2f} GB, mem usage=74.28 GB.")
+        self.ranks(lambda _: "Using KV cache dtype: torch.bfloat16")
+        self.ranks(lambda _: "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2331544, KV size: 152.59 GB")
+        self.ranks(lambda _: f"Memory pool end. avail mem={38.6 + rng.random() * 0.2:.2f} GB")
+        self.ranks(lambda _: f"Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs={bs}, avail mem=38.41 GB")
+        self.ranks(lambda _: MOE_WARN)
         cap = 30 + rng.random() * 15
         self.clock.t += cap
         rev = BS[::-1]
         self.line(tqdm_record(lambda i: f"Capturing batches (bs={rev[min(i, len(rev) - 1)]} avail_mem={38.4 - 0.07 * i:.2f} GB)", len(BS), cap, rng, pct=False))
-        self.ranks(lambda r: f"Capture target decode CUDA graph end. elapsed={cap:.2f} s, mem usage=2.71 GB, avail mem=35.70 GB.")
-        self.ranks(lambda r: "max_total_num_tokens=2331544, chunked_prefill_size=16384, max_prefill_tokens=16384, max_running_requests=1024, context_len=262144, available_gpu_mem=35.70 GB")
+        self.ranks(lambda _: f"Capture target decode CUDA graph end. elapsed={cap:.2f} s, mem usage=2.71 GB, avail mem=35.70 GB.")
+        self.ranks(lambda _: "max_total_num_tokens=2331544, chunked_prefill_size=16384, max_prefill_tokens=16384, max_running_requests=1024, context_len=262144, available_gpu_mem=35.70 GB")
         self.sg("Tree cache initialized: source=default impl=RadixCache hybrid_swa=False hybrid_ssm=False hicache_attached=False streaming_wrapped=False", 0)
         self.sg(f"Engine startup timings (s): load_weight={load:.2f}, kv_cache_allocation=3.08, scheduler_e2e={load + cap + 21:.2f}, cuda_graph={{prefill=0.00, decode={cap:.2f}, target_verify=0.00, draft_prefill=0.00, draft_decode=0.00, draft_extend=0.00}}, tokenizer_e2e={load + cap + 33:.2f}")
         self.sg(f"INFO:     Started server process [{self.pid}]")

@@ -244,7 +244,7 @@ def _span(option: str, text: str) -> float:
     return limit
 
 
-def _on_term(signum, frame) -> None:
+def _on_term(_signum: int, _frame: object) -> None:
     raise _Terminated()
 
 

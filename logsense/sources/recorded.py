@@ -77,7 +77,7 @@ def open_recorded(path: str) -> tuple[BinaryIO, str]:
         if stat.S_ISDIR(st.st_mode):
             raise SourceError(f"{path}: is a directory (give a log file, or use `logsense check` for a corpus)")
         try:
-            raw = open(path, "rb")  # noqa: SIM115 - the caller closes it
+            raw = open(path, "rb")  # the caller closes it
         except OSError as e:
             raise source_error(path, e) from None
     buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]
