@@ -1,7 +1,9 @@
-"""Shared fixtures: the bundled rules, loaded once per session."""
+"""Shared fixtures: the bundled rules, loaded once per session; the command line run in this process."""
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -51,3 +53,34 @@ def rules():
     from logsense import load_rules
 
     return load_rules()
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What `logsense ARGS` gave: its exit code and output bytes, as subprocess.run would say it."""
+
+    returncode: int
+    stdout: bytes | str  # str with text=True, as subprocess.run
+    stderr: bytes | str
+
+
+def run_cli(*args: str, input: bytes | str | None = None, env: dict[str, str] | None = None,
+            text: bool = False) -> CliResult:
+    """`logsense ARGS` in this process, through the command's own error boundary (`logsense.cli.run`).
+
+    A fresh interpreter costs a second per run: tests of what a command prints and which code it
+    exits with use this; tests of the process itself (signals, closed pipes, the terminal,
+    `python -m logsense`) keep a real subprocess.
+    """
+    from typer.testing import CliRunner
+
+    from logsense.cli import run
+
+    with CliRunner().isolation(input=input, env=env) as (out, err, _):
+        code = run(list(args))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        stdout, stderr = out.getvalue(), err.getvalue()
+    if text:
+        return CliResult(code, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+    return CliResult(code, stdout, stderr)

@@ -10,11 +10,13 @@ import threading
 
 import pytest
 
+from conftest import run_cli
+
 LOGSENSE = [sys.executable, "-m", "logsense"]
 
 
-def run(*args, stdin=None, input_bytes=None, timeout=60):
-    return subprocess.run([*LOGSENSE, *args], input=input_bytes, stdin=stdin, capture_output=True, timeout=timeout)
+def run(*args, input_bytes=None):
+    return run_cli(*args, input=input_bytes)
 
 
 def assert_clean(p, codes=(0, 1)):

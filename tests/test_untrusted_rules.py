@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 PACK = """\
 rules:
@@ -50,8 +50,7 @@ def test_yaml_tags_are_refused(tmp_path):
     d = tmp_path / "evil"
     d.mkdir()
     (d / "x.yaml").write_text("rules: !!python/object/apply:os.system ['echo pwned > %s']\n" % (tmp_path / "pwned"))
-    p = subprocess.run([sys.executable, "-m", "logsense", "rules", "list", "--only-rules", str(d)],
-                       capture_output=True, text=True, timeout=60)
+    p = run_cli("rules", "list", "--only-rules", str(d), text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert not (tmp_path / "pwned").exists()
 
@@ -76,16 +75,14 @@ def test_a_crafted_pickle_model_is_refused_and_never_runs(tmp_path):
     model.write_bytes(pickle.dumps(_Payload(marker)))
     log = tmp_path / "x.log"
     log.write_text("Traceback (most recent call last):\n  File \"x\", line 1\nSomeNewError: never seen\n")
-    env = {**__import__("os").environ, "LOGSENSE_MODEL": str(model)}
-    p = subprocess.run([sys.executable, "-m", "logsense", "analyze", "--no-rules", str(log)],
-                       capture_output=True, text=True, timeout=60, env=env)
+    p = run_cli("analyze", "--no-rules", str(log), env={"LOGSENSE_MODEL": str(model)}, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "classifier model" in p.stderr
     assert not marker.exists()
 
 
-def _logsense(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "logsense", *args], capture_output=True, text=True, timeout=timeout)
+def _logsense(*args: str):
+    return run_cli(*args, text=True)
 
 
 def _alias_bomb(width: int = 10, depth: int = 8) -> str:
@@ -98,17 +95,19 @@ def _alias_bomb(width: int = 10, depth: int = 8) -> str:
 @pytest.mark.parametrize("text", [_alias_bomb(), "rules: &r [*r]\n", "rules: !custom []\n",
                                   "rules:\n  - id: x\n    title: !!python/name:os.system\n"],
                          ids=["alias-bomb", "recursive-alias", "custom-tag", "python-scalar-tag"])
-def test_hostile_yaml_in_a_pack_is_a_load_error(tmp_path, text):
+def test_hostile_yaml_in_a_pack_is_a_load_error(tmp_path, text, monkeypatch):
+    monkeypatch.setattr("logsense.rules.loader.MAX_NODES", 5_000)  # the same refusal, 40x sooner
     d = tmp_path / "pack"
     d.mkdir()
     (d / "x.yaml").write_text(text)
-    p = _logsense("rules", "list", "--only-rules", str(d), timeout=30)
+    p = _logsense("rules", "list", "--only-rules", str(d))
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr
     assert "x.yaml:1:" in p.stderr or "x.yaml:3:" in p.stderr
 
 
-def test_the_safe_yaml_loader_refuses_aliases_for_every_data_file(tmp_path):
+def test_the_safe_yaml_loader_refuses_aliases_for_every_data_file(tmp_path, monkeypatch):
+    monkeypatch.setattr("logsense.rules.loader.MAX_NODES", 5_000)
     from logsense.errors import RuleError
     from logsense.rules.loader import load_yaml
 
@@ -130,7 +129,7 @@ def test_a_catastrophic_phase_marker_times_out_and_is_reported(tmp_path):
     log = tmp_path / "x.log"
     log.write_text("a" * 5000 + "!\n" + "[2025-01-01 00:00:00] The server is fired up and ready to roll!\n")
     p = subprocess.run([sys.executable, "-m", "logsense", "analyze", "-f", "json", "--only-rules", str(d), str(log)],
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True)
     assert p.returncode in (0, 1), p.stderr
     problems = json.loads(p.stdout)["rule_problems"]
     assert problems[0]["rule"] == "phase import" and "disabled" in problems[0]["reason"]
@@ -154,10 +153,10 @@ rules:
       match: ['boom 7', 'boom 8']
       no_match: ['boom', 'nothing']
 """)
-    p = _logsense("rules", "list", "--only-rules", str(d), timeout=30)
+    p = _logsense("rules", "list", "--only-rules", str(d))
     assert p.returncode == 2, p.stderr
     assert "x.yaml:9:" in p.stderr and "fixes[0].value" in p.stderr
-    p = _logsense("check", "--rules", str(d), timeout=120)
+    p = _logsense("check", "--rules", str(d))
     assert p.returncode != 0 and "x.yaml:9:" in p.stdout + p.stderr
 
 
