@@ -30,9 +30,11 @@ from typing import Any
 
 from logsense.corpus import (
     LABEL_SUFFIX,
-    LOG_SUFFIXES,
+    CorpusEntry,
     Label,
     compare,
+    corpus_entries,
+    is_corpus_dir,
     is_label,
     label_for,
     logs_for,
@@ -70,19 +72,11 @@ class Problem:
         return f"{self.path}:{self.line or 1}: {self.message}"
 
 
-@dataclass(frozen=True)
-class Incident:
-    """A log and its label file; either may be missing (which is a problem of its own)."""
-
-    log: Path | None
-    label: Path | None
-
-
 @dataclass
 class Plan:
     """What the given paths ask to check."""
 
-    incidents: list[Incident] = field(default_factory=list)
+    incidents: list[CorpusEntry] = field(default_factory=list)
     rule_files: list[Path] = field(default_factory=list)  # rule packs whose rules are checked
     phase_files: list[Path] = field(default_factory=list)
     rule_roots: list[Path] = field(default_factory=list)  # dirs / files to load beside the bundled packs
@@ -139,31 +133,6 @@ def is_rule_yaml(path: Path) -> bool:
     return path.suffix in (".yaml", ".yml") and not is_label(path)
 
 
-def _visible(path: Path, root: Path) -> bool:
-    return not any(part.startswith(".") for part in path.relative_to(root).parts)
-
-
-def corpus_incidents(root: Path) -> list[Incident]:
-    """Every incident under a corpus dir: each log with its label, and labels without a log."""
-    logs = sorted(p for p in root.rglob("*") if p.is_file() and _visible(p, root) and p.name.endswith(LOG_SUFFIXES))
-    labels = sorted(p for p in root.rglob("*" + LABEL_SUFFIX) if p.is_file() and _visible(p, root))
-    out = [Incident(log, label_for(log) if label_for(log).is_file() else None) for log in logs]
-    for label in labels:
-        found = logs_for(label)
-        bare = [p for p in found if not p.name.endswith(LOG_SUFFIXES)]
-        if not found:
-            out.append(Incident(None, label))
-        out.extend(Incident(p, label) for p in bare)  # a bare `X` is only a log when its label says so
-    return out
-
-
-def _is_corpus_dir(root: Path) -> bool:
-    for p in root.rglob("*"):
-        if p.is_file() and _visible(p, root) and (is_label(p) or p.name.endswith(LOG_SUFFIXES)):
-            return True
-    return False
-
-
 def plan(paths: Iterable[str] = (), rules: Iterable[str] = (), corpus: Iterable[str] = ()) -> Plan:
     """Sort the given paths into incidents and rule files.
 
@@ -173,9 +142,9 @@ def plan(paths: Iterable[str] = (), rules: Iterable[str] = (), corpus: Iterable[
     always rule packs, `corpus` always corpora.
     """
     pl = Plan()
-    incidents: dict[tuple[str, str], Incident] = {}
+    incidents: dict[tuple[str, str], CorpusEntry] = {}
 
-    def add_incident(inc: Incident) -> None:
+    def add_incident(inc: CorpusEntry) -> None:
         key = (str(inc.log.resolve()) if inc.log else "", str(inc.label.resolve()) if inc.label else "")
         incidents.setdefault(key, inc)
 
@@ -190,21 +159,21 @@ def plan(paths: Iterable[str] = (), rules: Iterable[str] = (), corpus: Iterable[
         pl.rule_roots.append(p)
 
     def add_corpus(p: Path) -> None:
-        for inc in corpus_incidents(p):
+        for inc in corpus_entries(p):
             add_incident(inc)
 
     def add_file(p: Path) -> None:
         if is_label(p):
             found = logs_for(p)
             if not found:
-                add_incident(Incident(None, p))
+                add_incident(CorpusEntry(None, p))
             for log in found:
-                add_incident(Incident(log, p))
+                add_incident(CorpusEntry(log, p))
         elif is_rule_yaml(p):
             add_rules(p)
         else:
             lab = label_for(p)
-            add_incident(Incident(p, lab if lab.is_file() else None))
+            add_incident(CorpusEntry(p, lab if lab.is_file() else None))
 
     def missing(raw: str) -> bool:
         if Path(raw).exists():
@@ -229,7 +198,7 @@ def plan(paths: Iterable[str] = (), rules: Iterable[str] = (), corpus: Iterable[
         p = Path(raw)
         if p.is_file():
             add_file(p)
-        elif _is_corpus_dir(p):
+        elif is_corpus_dir(p):
             add_corpus(p)
         elif pack_files(p) or (p / PHASE_FILE).is_file():
             add_rules(p)
@@ -417,7 +386,7 @@ class Checked:
     report: Report | None = None
 
 
-def check_incident(inc: Incident, rs: RuleSet) -> Checked:
+def check_incident(inc: CorpusEntry, rs: RuleSet) -> Checked:
     """One incident: its label is valid and the log is still diagnosed as labelled, by analyze's own decision."""
     from logsense.analysis import analyze_path
 

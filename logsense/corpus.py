@@ -92,12 +92,42 @@ def is_label(path: Path) -> bool:
     return path.name.endswith(LABEL_SUFFIX)
 
 
+def _visible(path: Path, root: Path) -> bool:
+    return not any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
 def label_paths(root: Path) -> list[Path]:
     """Every label file under a dir (hidden dirs left out), or the file itself."""
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob("*" + LABEL_SUFFIX)
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(p for p in root.rglob("*" + LABEL_SUFFIX) if p.is_file() and _visible(p, root))
+
+
+@dataclass(frozen=True)
+class CorpusEntry:
+    """A log and its label file, as found in a corpus; either may be missing (a problem of its own)."""
+
+    log: Path | None
+    label: Path | None
+
+
+def corpus_entries(root: Path) -> list[CorpusEntry]:
+    """Every entry under a corpus dir (hidden dirs left out): each log with its label, and labels without a log."""
+    logs = sorted(p for p in root.rglob("*") if p.is_file() and _visible(p, root) and p.name.endswith(LOG_SUFFIXES))
+    out = [CorpusEntry(log, label_for(log) if label_for(log).is_file() else None) for log in logs]
+    for label in label_paths(root):
+        found = logs_for(label)
+        if not found:
+            out.append(CorpusEntry(None, label))
+        # a bare `X` is only a log when its label says so
+        out.extend(CorpusEntry(p, label) for p in found if not p.name.endswith(LOG_SUFFIXES))
+    return out
+
+
+def is_corpus_dir(root: Path) -> bool:
+    """A dir holding labels or logs (hidden dirs left out)."""
+    return any(p.is_file() and _visible(p, root) and (is_label(p) or p.name.endswith(LOG_SUFFIXES))
+               for p in root.rglob("*"))
 
 
 def read_label(path: Path, shown: str | None = None) -> tuple[Label | None, list[LabelProblem]]:

@@ -11,20 +11,21 @@ from functools import cache
 import pytest
 
 from conftest import CORPORA
-from logsense.check import Checked, Incident, check_incident, corpus_incidents, display
+from logsense.check import Checked, check_incident, display
+from logsense.corpus import CorpusEntry, corpus_entries
 from logsense.model import Status
 
-INCIDENTS = corpus_incidents(CORPORA)
+INCIDENTS = corpus_entries(CORPORA)
 
 
-def _id(inc: Incident) -> str:
+def _id(inc: CorpusEntry) -> str:
     path = inc.log or inc.label
     assert path is not None
     return str(path.relative_to(CORPORA))
 
 
 @cache
-def _checked(inc: Incident) -> Checked:
+def _checked(inc: CorpusEntry) -> Checked:
 
     return check_incident(inc, _rules())
 
@@ -41,14 +42,14 @@ def test_the_corpus_is_there():
 
 
 @pytest.mark.parametrize("inc", INCIDENTS, ids=_id)
-def test_incident(inc: Incident):
+def test_incident(inc: CorpusEntry):
     """The label is valid and analyze gives what it says (cause, fix, phase, outcome)."""
     checked = _checked(inc)
     assert not checked.problems, "\n".join(p.render() for p in checked.problems)
 
 
 @pytest.mark.parametrize("inc", INCIDENTS, ids=_id)
-def test_verdict(inc: Incident):
+def test_verdict(inc: CorpusEntry):
     """A log labelled with a failure (a cause, or unknown) is `failed`; a healthy one `ready` or `incomplete`."""
     checked = _checked(inc)
     if checked.label is None or checked.report is None:
