@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from logsense.model import Report
+from logsense.model import Report, RuleProblem
 from logsense.normalize import shown_time
 
 SCHEMA_VERSION = 1
 
 
-def report_dict(report: Report, problems: list | None = None) -> dict[str, Any]:
+def report_dict(report: Report, problems: list[RuleProblem] | None = None) -> dict[str, Any]:
+    """The report as the JSON contract has it: log times shown as the log gave them, the schema, rule problems."""
     out = _times_shown(report.to_json())
     out["schema"] = SCHEMA_VERSION
     if problems:
@@ -28,7 +29,7 @@ def _times_shown(value: Any) -> Any:
     return shown_time(value) if isinstance(value, str) else value
 
 
-def dumps(report: Report, problems: list | None = None) -> str:
+def dumps(report: Report, problems: list[RuleProblem] | None = None) -> str:
     return json.dumps(report_dict(report, problems), ensure_ascii=False, indent=2)
 
 

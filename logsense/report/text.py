@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from logsense.model import UNKNOWN, Diagnosis, Report
+from logsense.model import UNKNOWN, Diagnosis, Report, RuleProblem
 from logsense.normalize import clean
 
 
@@ -114,7 +114,8 @@ def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
         console.print(Text(f"  {label}: {clean(d.nearest)}", style="dim"))
 
 
-def render(report: Report, console: Console, problems: list | None = None) -> None:
+def render(report: Report, console: Console, problems: list[RuleProblem] | None = None) -> None:
+    """The whole report: the verdict, the principal root cause in full, the others and the symptoms, the phases."""
     title = Text(clean(report.source), style="bold")
     title.append(f"  {report.lines} lines  ", style="dim")
     status_style = {"failed": "bold red", "ready": "bold green", "incomplete": "bold yellow"}[report.status.value]
