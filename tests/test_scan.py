@@ -80,15 +80,11 @@ FA4 = "ImportErr\x1b[0mor: Vendored Flash\x1b[0mAttention CUTE is not available\
 
 
 def _analyze_bytes(tmp_path, name: str, data: bytes, scan: str = "") -> tuple[int, dict]:
-    import os
-    import subprocess
-    import sys
+    from conftest import run_cli
 
     f = tmp_path / name
     f.write_bytes(data)
-    env = {**os.environ, "LOGSENSE_SCAN": scan}
-    p = subprocess.run([sys.executable, "-m", "logsense", "analyze", "-f", "json", str(f)], capture_output=True,
-                       timeout=120, env=env)
+    p = run_cli("analyze", "-f", "json", str(f), env={"LOGSENSE_SCAN": scan})
     return p.returncode, json.loads(p.stdout) if p.stdout else {"stderr": p.stderr.decode()}
 
 
