@@ -52,12 +52,26 @@ def test_one_row_per_log(two_logs):
     assert good["host"]
 
 
-def test_pool_gives_the_same_rows(two_logs):
+def test_pool_gives_the_same_rows_in_the_same_order(tmp_path):
+    """--jobs 2 (more logs than the pool holds at once, tar members spooled) gives --jobs 1's rows, in its order."""
     from logsense.learn.batch import frame
 
-    a = frame([str(two_logs)], jobs=1)
-    b = frame([str(two_logs)], jobs=2)
+    logs = sorted(p for p in CORPORA.rglob("*.log") if p.is_file())[::8]
+    _tgz(tmp_path / "a.tar.gz", {f"m/{i:02d}-{p.name}": p.read_bytes() for i, p in enumerate(reversed(logs))})
+    for i, p in enumerate(logs[:10]):
+        (tmp_path / f"{i:02d}-{p.name}").write_bytes(p.read_bytes())
+    a = frame([str(tmp_path)], jobs=1)
+    b = frame([str(tmp_path)], jobs=2)
+    assert len(a) == len(logs) + 10
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_time_to_failure_across_stamps_with_and_without_a_year():
+    """journalctl's short stamps have no year, SGLang's have one: the time between them is the log's, not 26 years."""
+    from logsense.learn.batch import row_from_path
+
+    row = row_from_path(str(MISSION / "flash-attn-cute-warmup.log"))
+    assert row["status"] == "failed" and 60 < row["time_to_failure"] < 3600
 
 
 def test_archives_and_globs(tmp_path, two_logs):

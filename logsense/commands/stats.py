@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from logsense.commands.common import PIPED_WIDTH, SafeConsole, console
@@ -67,52 +68,15 @@ def _write_text(text: str, output: str | None) -> None:
 
 
 def _table(df, output: str | None) -> None:
-    from rich.table import Table
-    from rich.text import Text
+    from logsense.report.tables import stats_summary, stats_table
 
-    from logsense.normalize import clean
-    from logsense.report.text import duration
-
-    fit = output is None and sys.stdout.isatty()  # a terminal: fit its width; a file or pipe: every cell whole
-    t = Table(show_edge=False, header_style="bold", pad_edge=False)
-    t.add_column("source", no_wrap=True, overflow="ellipsis", min_width=12, max_width=48 if fit else None)
-    t.add_column("status", no_wrap=True, min_width=10)
-    t.add_column("cause", no_wrap=True, overflow="ellipsis", min_width=14, max_width=30 if fit else None)
-    t.add_column("phase", no_wrap=True, overflow="ellipsis", min_width=8, max_width=18 if fit else None)
-    t.add_column("time", justify="right", no_wrap=True, min_width=9)
-    t.add_column("sure", justify="right", no_wrap=True, min_width=10)
-    for r in df.to_dict("records"):
-        fail, ready = r["time_to_failure"], r["time_to_ready"]
-        secs = fail if _num(fail) else (ready if _num(ready) else None)
-        when = "" if secs is None else ("✗ " if _num(fail) else "✓ ") + duration(secs)
-        sure = f"{r['confidence']:.2f} " + {"classifier": "model"}.get(_s(r["origin"]), _s(r["origin"])) \
-            if _num(r["confidence"]) else ""
-        t.add_row(Text(_short(clean(_s(r["source"])))), Text(_s(r["status"])), Text(clean(_s(r["cause"]))),
-                  Text(_s(r["phase"])), Text(when), Text(sure))
-    counts = df["cause"].fillna(df["status"]).value_counts()
-    summary = Text(f"{len(df)} logs: " + ", ".join(f"{k} {v}" for k, v in counts.items()), style="bold")
-    if output:
-        with open(output, "w", encoding="utf-8") as fh:
+    rows = df.to_dict("records")
+    with contextlib.ExitStack() as stack:
+        if output:
+            fh = stack.enter_context(open(output, "w", encoding="utf-8"))
             con = SafeConsole(file=fh, width=PIPED_WIDTH, no_color=True, markup=False, emoji=False, highlight=False)
-            con.print(t)
-            con.print(summary)
-    else:
-        con = console()
-        con.print(t)
-        con.print(summary)
-
-
-def _s(v) -> str:
-    return "" if v is None or (isinstance(v, float) and v != v) else str(v)
-
-
-def _num(v) -> bool:
-    return isinstance(v, (int, float)) and v == v
-
-
-def _short(source: str, keep: int = 2) -> str:
-    """The last path parts: the table is for reading, the csv keeps the full name."""
-    head, sep, member = source.rpartition("!")
-    parts = (member if sep else source).split("/")
-    tail = "/".join(parts[-keep:])
-    return (head.rsplit("/", 1)[-1] + "!" + tail) if sep else tail
+        else:
+            con = console()
+        fit = output is None and sys.stdout.isatty()  # a terminal: fit its width; a file or pipe: every cell whole
+        con.print(stats_table(rows, fit))
+        con.print(stats_summary(rows))

@@ -107,7 +107,6 @@ def _classifier():
 
 def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, classifier: Any = False) -> dict:
     """Run the Pipeline over one log's (line number, text) pairs and return its row."""
-    from logsense.logtime import seconds_between
     from logsense.model import UpdateKind
     from logsense.pipeline import Pipeline
 
@@ -146,8 +145,8 @@ def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, clas
         "rule": root.rule if root else None,
         "confidence": root.confidence if root else None,
         "phase": report.phase,
-        "time_to_failure": seconds_between(first_time, fail_time) if root else None,
-        "time_to_ready": seconds_between(first_time, ready_time) if ready_time and not root else None,
+        "time_to_failure": _elapsed(first_time, fail_time) if root else None,
+        "time_to_ready": _elapsed(first_time, ready_time) if ready_time and not root else None,
         "fix": root.fixes[0].value if root and root.fixes else None,
         "nearest": root.nearest if root else None,
         "lines": report.lines,
@@ -156,6 +155,20 @@ def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, clas
         "model_arch": f.get("model_arch"),
         "error": None,
     }
+
+
+def _elapsed(first: str | None, then: str | None) -> float | None:
+    """Seconds from the log's first stamp to `then`. journalctl's short stamps carry no year (the normalizer
+    gives them a placeholder one) while the server's own carry it: a pair of one of each is read in the
+    year the log does print."""
+    from logsense.logtime import seconds_between
+    from logsense.normalize import PLACEHOLDER_YEAR
+
+    if first and then and first.startswith(PLACEHOLDER_YEAR) != then.startswith(PLACEHOLDER_YEAR):
+        year = (then if first.startswith(PLACEHOLDER_YEAR) else first)[: len(PLACEHOLDER_YEAR)]
+        first, then = (year + t[len(PLACEHOLDER_YEAR):] if t.startswith(PLACEHOLDER_YEAR) else t
+                       for t in (first, then))
+    return seconds_between(first, then)
 
 
 def _time_at(recent: deque[tuple[int, str]], line: int | None) -> str | None:
