@@ -265,7 +265,7 @@ def check_rule_examples(rs: RuleSet, rules: list[CompiledRule],
         return []
     if results is None:
         results = run_examples(rs) if len(ids) > 1 else run_examples(rs, next(iter(ids)))
-    out = [Problem(r.path, r.line, f"rule '{r.rule}': examples.{r.kind}[{r.index}]: {r.message}", "example", r.rule)
+    out = [Problem(r.path, r.line, f"rule '{r.rule}': examples.{r.label}: {r.message}", "example", r.rule)
            for r in results if r.rule in ids and not r.ok]
     for rule in rules:
         for kind in ("match", "no_match"):
@@ -321,7 +321,7 @@ def check_conflicts(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
                     continue
                 seen.add(m.rule_id)
                 out.append(Problem(spec.path, ex.line,
-                                   f"rule '{rule.id}': examples.match[{ex.index}] is also claimed by rule "
+                                   f"rule '{rule.id}': examples.{ex.label} is also claimed by rule "
                                    f"'{m.rule_id}' ({m.cause}, priority {m.priority} >= {spec.priority}) at "
                                    f"{other.spec.path}:{other.spec.line}", "conflict"))
     return out
@@ -371,6 +371,32 @@ def lint(rs: RuleSet) -> list[Problem]:
                                    "on every line", "lint", r.id))
         if r.spec.role == Role.ROOT.value and not r.spec.fixes and r.spec.cause != UNKNOWN:
             out.append(Problem(r.spec.path, r.spec.line, f"{where}: a root rule with no fix", "lint", r.id))
+    return out + _lint_not_patterns(rs)
+
+
+PASTED = 3  # a `not:` pattern in this many rules of one pack belongs in the pack's `defaults:`
+
+
+def _lint_not_patterns(rs: RuleSet) -> list[Problem]:
+    """`not:` patterns pasted into rule after rule instead of written once in the pack's `defaults:`."""
+    out = []
+    pasted: dict[tuple[str, str], list[CompiledRule]] = {}
+    for r in rs.rules:
+        defaults = {p.spec.text for p in r.not_ if p.spec.field.startswith("defaults.")}
+        for p in r.not_:
+            if p.spec.field.startswith("defaults."):
+                continue
+            if p.spec.text in defaults:
+                out.append(Problem(r.spec.path, p.spec.line, f"rule '{r.id}': {p.spec.field}: already in the pack's "
+                                   "defaults.not; remove it here", "lint", r.id))
+            else:
+                pasted.setdefault((r.spec.path, p.spec.text), []).append(r)
+    for (path, text), rules in pasted.items():
+        if len(rules) >= PASTED:
+            first = rules[0]
+            out.append(Problem(path, first.spec.line, f"rule '{first.id}': match.not pattern {text!r} is pasted into "
+                               f"{len(rules)} rules of this pack: write it once in the pack's `defaults: not:`",
+                               "lint", first.id))
     return out
 
 

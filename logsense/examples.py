@@ -27,10 +27,16 @@ class ExampleResult:
     path: str
     line: int
     message: str
+    name: str | None = None  # the example's `name:`, when it has one
+
+    @property
+    def label(self) -> str:
+        """`kind[name]`, or `kind[index]` for an unnamed example: what reports and test ids call it."""
+        return f"{self.kind}[{self.name if self.name is not None else self.index}]"
 
     @property
     def id(self) -> str:
-        return f"{self.path}::{self.rule}::{self.kind}[{self.index}]"
+        return f"{self.path}::{self.rule}::{self.label}"
 
 
 def all_matches(rs: RuleSet, lines: Iterable[tuple[int, str]], phase: str | None = None) -> tuple[list[Match], Report]:
@@ -86,7 +92,7 @@ def run_examples(rules: RuleSet, only: str | None = None) -> list[ExampleResult]
             if ex.kind.startswith("todo_"):
                 ok = not ok  # a known gap: passes while it still fails
                 msg = msg or "a todo example now passes: promote it"
-            out.append(ExampleResult(rule.id, ex.kind, ex.index, ok, rule.spec.path, ex.line, msg))
+            out.append(ExampleResult(rule.id, ex.kind, ex.index, ok, rule.spec.path, ex.line, msg, ex.name))
     return out
 
 

@@ -129,3 +129,30 @@ def test_the_excerpt_of_a_hostile_file_is_inert(tmp_path):
     out = RuleError(str(path), 2, "bad", column=9).excerpt()
     assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
     assert out.splitlines()[1].endswith("^")
+
+
+def _ruleset(tmp_path: Path, text: str):
+    from logsense.rules import load_rules
+
+    (tmp_path / "pack.yaml").write_text(text)
+    return load_rules(only=[str(tmp_path / "pack.yaml")])
+
+
+def test_a_named_example_is_its_test_id(tmp_path):
+    from logsense.examples import run_examples
+
+    results = run_examples(_ruleset(tmp_path, PACK), "widget-missing")
+    assert all(r.ok for r in results), [r.message for r in results if not r.ok]
+    assert [r.label for r in results] == ["match[0]", "match[in-a-traceback]", "no_match[0]", "no_match[1]"]
+    assert results[1].id.endswith("::widget-missing::match[in-a-traceback]")
+
+
+def test_lint_finds_a_default_repeated_in_a_rule_and_a_not_pasted_into_several_rules(tmp_path):
+    from logsense.check import PASTED, lint
+
+    text = PACK.replace("not: ['optional']", "not: ['optional', 'Ignore import error when loading']")
+    rule = PACK.split("rules:\n", 1)[1].split("  - id: gadget-missing")[0]
+    text += "".join(rule.replace("widget-missing", f"widget-missing-{i}") for i in range(PASTED - 1))
+    found = [p.message for p in lint(_ruleset(tmp_path, text)) if "not" in p.message]
+    assert any("match.not[1]: already in the pack's defaults.not" in m for m in found)
+    assert any(f"'optional' is pasted into {PASTED} rules" in m for m in found)

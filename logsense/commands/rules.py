@@ -55,7 +55,7 @@ def test(rules=None, only_rules=None, rule_id: str | None = None, verbose: bool 
     problems = check_rule_examples(rs, selected, results)
     if rule_id is None:
         problems += check_phase_examples(rs.phases, "phases.yaml")
-    passed = [f"ok   {r.path}:{r.line}: rule '{r.rule}': examples.{r.kind}[{r.index}]" for r in results if r.ok]
+    passed = [f"ok   {r.path}:{r.line}: rule '{r.rule}': examples.{r.label}" for r in results if r.ok]
     render_checked(console(), problems, f"{len(passed)} examples passed, {len(problems)} problem(s)",
                    passed=passed if verbose else ())
     return 1 if problems else 0
