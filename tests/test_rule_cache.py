@@ -1,0 +1,190 @@
+"""The compiled-pack cache can only make loading slower, never wrong: whatever its state, the rules are the same."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from logsense import cache as store
+from logsense.rules import cache, load_rules
+from logsense.taxonomy import causes
+
+
+def _plain(rs) -> tuple:
+    return [cache.encode(r) for r in rs.rules], [cache.encode(p) for p in rs.phases], rs.sources
+
+
+@pytest.fixture
+def reference():
+    """The rules as parsed from the YAML, no cache involved (read per test: the packs are data, and may change)."""
+    old = os.environ.get("LOGSENSE_NO_CACHE")
+    os.environ["LOGSENSE_NO_CACHE"] = "1"
+    try:
+        return _plain(load_rules())
+    finally:
+        if old is None:
+            del os.environ["LOGSENSE_NO_CACHE"]
+        else:
+            os.environ["LOGSENSE_NO_CACHE"] = old
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("LOGSENSE_NO_CACHE", raising=False)
+    return tmp_path / "logsense" / "entries"
+
+
+def _entries(home: Path) -> list[Path]:
+    return sorted(home.glob("*.bin"))
+
+
+def test_a_warm_cache_gives_the_same_rules(home, reference):
+    assert _plain(load_rules()) == reference  # cold: parses and stores
+    assert len(_entries(home)) >= 10
+    assert _plain(load_rules()) == reference  # warm: every pack from the cache
+
+
+def test_the_cache_is_used(home, reference, monkeypatch):
+    load_rules()
+    import logsense.rules.loader as loader
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a cached pack was parsed again")
+
+    monkeypatch.setattr(loader, "read_yaml", refuse)
+    monkeypatch.setattr("logsense.rules.load_pack", refuse)
+    assert _plain(load_rules()) == reference
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "flipped", "other-entry", "old-schema"])
+def test_a_damaged_entry_is_a_miss(home, reference, damage):
+    import hashlib
+    import marshal
+
+    load_rules()
+    files = _entries(home)
+    for f in files:
+        blob = f.read_bytes()
+        if damage == "garbage":
+            f.write_bytes(os.urandom(len(blob)))
+        elif damage == "truncated":
+            f.write_bytes(blob[: len(blob) // 2])
+        elif damage == "empty":
+            f.write_bytes(b"")
+        elif damage == "flipped":
+            f.write_bytes(blob[:-10] + bytes([blob[-10] ^ 0xFF]) + blob[-9:])
+        elif damage == "other-entry":  # a well-formed entry under the wrong name (a wrong hash)
+            f.write_bytes(files[(files.index(f) + 1) % len(files)].read_bytes() if len(files) > 1 else b"")
+        elif damage == "old-schema":
+            (_schema, name), value = marshal.loads(blob[32:])
+            body = marshal.dumps(((store.SCHEMA - 1, name), value))
+            f.write_bytes(hashlib.sha256(body).digest() + body)
+    assert _plain(load_rules()) == reference
+    assert _plain(load_rules()) == reference  # and the entries were rewritten good
+
+
+def test_a_well_formed_entry_of_wrong_content_is_refused(home, reference):
+    """An entry that marshal reads but that holds other types than the codec's is a miss, not a rule."""
+    load_rules()
+    for f in _entries(home):
+        import hashlib
+        import marshal
+
+        (header, _value) = marshal.loads(f.read_bytes()[32:])
+        body = marshal.dumps((header, [("\0logsense", 0, "NotAType", 1, 2)]))
+        f.write_bytes(hashlib.sha256(body).digest() + body)
+    assert _plain(load_rules()) == reference
+
+
+def test_an_edited_pack_is_read_again(home, tmp_path):
+    pack = tmp_path / "extra.yaml"
+    pack.write_text(_PACK.format(title="first"))
+    assert load_rules(only=[str(pack)]).get("cache-test-rule").spec.title == "first"
+    pack.write_text(_PACK.format(title="second"))
+    assert load_rules(only=[str(pack)]).get("cache-test-rule").spec.title == "second"
+
+
+def test_the_path_is_the_one_read_now(home, tmp_path):
+    """The same bytes in two places: each rule names the file it was loaded from."""
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(_PACK.format(title="x"))
+    b.write_text(_PACK.format(title="x"))
+    assert load_rules(only=[str(a)]).get("cache-test-rule").spec.path.endswith("a.yaml")
+    assert load_rules(only=[str(b)]).get("cache-test-rule").spec.path.endswith("b.yaml")
+
+
+def test_a_pack_with_problems_is_never_cached(home, tmp_path):
+    from logsense.errors import RuleErrors
+
+    pack = tmp_path / "bad.yaml"
+    pack.write_text(_PACK.format(title="x").replace("cause: cuda_oom_weight_loading", "cause: no_such_cause"))
+    for _ in range(2):  # reported each time, not only the first
+        with pytest.raises(RuleErrors, match="no_such_cause"):
+            load_rules(only=[str(pack)])
+
+
+def test_no_cache_writes_nothing(home, reference, monkeypatch):
+    monkeypatch.setenv("LOGSENSE_NO_CACHE", "1")
+    assert _plain(load_rules()) == reference
+    assert not home.exists()
+
+
+def test_an_unwritable_cache_dir_only_costs_time(tmp_path, monkeypatch, reference):
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))  # logsense/ cannot be made under a file
+    monkeypatch.delenv("LOGSENSE_NO_CACHE", raising=False)
+    assert _plain(load_rules()) == reference
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file modes")
+def test_a_read_only_cache_dir_only_costs_time(tmp_path, monkeypatch, reference):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("LOGSENSE_NO_CACHE", raising=False)
+    tmp_path.chmod(0o500)
+    try:
+        assert _plain(load_rules()) == reference
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_the_taxonomy_is_the_same_from_the_cache(home):
+    causes.cache_clear()
+    try:
+        cold = causes()
+        causes.cache_clear()
+        assert causes() == cold
+        assert "cuda_oom_weight_loading" in cold
+    finally:
+        causes.cache_clear()
+
+
+def test_values_the_codec_cannot_keep_are_not_stored(home):
+    import datetime
+
+    from logsense.rules.loader import FixSpec
+
+    fix = FixSpec("flag", "--x", None, {"since": (datetime.date(2026, 1, 1),)}, None)
+    cache.store("odd", [fix])
+    assert cache.load("odd") is None
+
+
+_PACK = """\
+rules:
+  - id: cache-test-rule
+    cause: cuda_oom_weight_loading
+    role: root
+    title: {title}
+    explanation: A test rule.
+    match:
+      any: ['CUDA out of memory\\. Tried to allocate']
+    fixes:
+      - kind: flag
+        value: --mem-fraction-static 0.8
+    examples:
+      match: ['torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB']
+      no_match: ['all good']
+"""
