@@ -13,12 +13,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rich.text import Text
-
 from logsense.commands.common import console
 from logsense.errors import ExitCode, UsageError
-
-METHODS = ("model", "nearest-neighbour", "majority")
 
 
 def _load(corpus: list[str]):
@@ -31,7 +27,7 @@ def _load(corpus: list[str]):
     return corpus_mod, incidents, docs
 
 
-def train(corpus: list[str], output: str, quiet: bool = False, readme: str | None = None) -> int:
+def train(corpus: list[str], output: str, readme: str | None = None) -> int:
     """Fit, write the model; with `readme`, rewrite the held-out table between its markers in that file."""
     warnings.filterwarnings("ignore", module="sklearn")
     from logsense.learn import train as train_mod
@@ -46,21 +42,14 @@ def train(corpus: list[str], output: str, quiet: bool = False, readme: str | Non
     path = out if out.suffix == ".json" else out / MODEL_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dumps_model(data), encoding="utf-8")
-    con = console()
     if readme is not None:
         cv = data["meta"].get("cross_validation")
         if cv is None:
             raise UsageError(f"{readme}: no held-out table to write (the corpus has one incident group)")
         update_readme(Path(readme), markdown_table(cv))
-        con.print(Text(f"updated the held-out table in {readme}", style="bold"))
-    if not quiet:
-        if ev is not None:
-            render(ev, con, incidents, brief=True)
-        else:
-            con.print(Text("one incident group only: no cross-validation", style="yellow"))
-    n_feat = sum(len(b["terms"]) for b in data["blocks"])
-    con.print(Text(f"wrote {path}: {len(data['classes'])} causes, {n_feat} features, "
-                   f"{len(incidents)} logs, temperature {data['temperature']}", style="bold"))
+    from logsense.report.learn_text import render_training
+
+    render_training(console(), ev, data, str(path), len(incidents), readme)
     return int(ExitCode.OK)
 
 
@@ -135,13 +124,15 @@ def evaluate(corpus: list[str], fmt: str = "text") -> int:
     elif fmt == "markdown":
         print(markdown_table(train_mod.cv_summary(ev)), end="")
     else:
-        render(ev, console(), incidents)
+        from logsense.report.learn_text import render_evaluation
+
+        render_evaluation(console(), ev)
     sys.stdout.flush()
     return int(ExitCode.OK)
 
 
 def evaluation_dict(ev) -> dict[str, Any]:
-    from logsense.learn.train import confusion
+    from logsense.learn.train import METHODS, confusion
 
     out: dict[str, Any] = {
         "logs": len(ev.y),
@@ -168,68 +159,3 @@ def evaluation_dict(ev) -> dict[str, Any]:
                        for n, y, v, p, o, g in zip(ev.names, ev.y, ev.preds["model"], ev.probs, ev.origin,
                                                    ev.groups, strict=True)]
     return out
-
-
-def _f(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
-
-
-def render(ev, con, incidents, brief: bool = False) -> None:
-    from collections import Counter
-
-    from logsense.learn.linear import UNCAPPED
-    from logsense.learn.train import confusion
-
-    origins = Counter(ev.origin)
-    _line(con,
-        f"{len(ev.y)} logs ({', '.join(f'{k} {v}' for k, v in sorted(origins.items()))}), "
-        f"{len(set(ev.y))} causes, {len(set(ev.groups))} incident groups; {ev.n_splits}-fold GroupKFold "
-        "(no group on both sides)", "bold")
-    from logsense.learn.train import TABLE_ROWS, cv_summary
-
-    _line(con, f"held out{'':<22}subset        n  top-1  macro-F1  answered  right|answered", "bold")
-    short = {label: key if thresholded else "model, argmax" for key, label, thresholded, _ in TABLE_ROWS}
-    for r in cv_summary(ev)["table"]:
-        _line(con, f"{short[r['method']]:<30}{r['logs']:<12}{r['n']:>4}  {r['top1']:5.2f}  {r['macro_f1']:8.2f}  "
-                   f"{r['coverage']:8.2f}  {r['precision_when_answered']:14.2f}")
-    _line(con, f"model: p >= {ev.threshold}, each cause's p capped by its held-out precision (the other folds' "
-               "for a held-out log); uncapped: the same without the cap", "dim")
-    c = ev.calibration
-    _line(con, f"calibration (held out): temperature {ev.temperature}; expected calibration error "
-                   f"{c['ece_raw']:.3f} -> {c['ece_calibrated']:.3f}, log loss {c['nll_raw']:.3f} -> "
-                   f"{c['nll_calibrated']:.3f} ({c['held_out_with_unseen_cause']} held-out logs had a cause "
-                   "no training fold had)", "dim")
-    curve = ev.threshold_curve()
-    _line(con, "threshold (model): " + "; ".join(
-        f"{c['threshold']:.1f}: answers {c['answered']:.2f}, right {c['right_when_answered']:.2f}, top-1 {c['top1']:.2f}"
-        for c in curve), "dim")
-    if brief:
-        return
-    per = {m: ev.metrics(m)["per_cause"] for m in METHODS}
-    groups_of: dict[str, set[str]] = {}
-    for y, g in zip(ev.y, ev.groups, strict=True):
-        groups_of.setdefault(y, set()).add(g)
-    width = max(len(c) for c in per["model"]) + 2
-    _line(con, "")
-    _line(con, f"{'per cause (held out)':<{width}}logs groups  model P  model R  right/called (cap)  "
-               "keyword-NN R  majority R", "bold")
-    for cause in sorted(per["model"]):
-        pm = per["model"][cause]
-        rec = ev.held_out.get(cause)
-        called = "" if rec is None or cause in UNCAPPED else f"{rec.right}/{rec.said} ({rec.cap:.2f})"
-        _line(con, f"{cause:<{width}}{pm['support']:>4} {len(groups_of[cause]):>6}  {pm['precision']:7.2f}  "
-                   f"{pm['recall']:7.2f}  {called:>18}  {per['nearest-neighbour'][cause]['recall']:12.2f}  "
-                   f"{per['majority'][cause]['recall']:10.2f}")
-    _line(con, "")
-    labels, matrix = confusion(ev.y, ev.preds["model"])
-    _line(con, "confusion matrix (model, held out; rows: label, columns: verdict, numbered as the rows)", "bold")
-    width = max(len(x) for x in labels) + 4
-    head = " " * width + "".join(f"{i + 1:>3}" for i in range(len(labels)))
-    _line(con, head, "dim")
-    for i, (lab, row) in enumerate(zip(labels, matrix, strict=True)):
-        cells = "".join(f"{v:>3}" if v else "  ." for v in row)
-        _line(con, f"{i + 1:>2} {lab:<{width - 3}}" + cells, None if sum(row) else "dim")
-
-
-def _line(con, text: str, style: str | None = None) -> None:
-    con.print(Text(text, style=style or ""), soft_wrap=True)

@@ -382,6 +382,8 @@ def build(incidents, docs: list[Doc], cfg: Config | None = None, n_splits: int =
     return export(f, texts, names, y, cfg, temperature, meta, ev.held_out if ev is not None else None), ev
 
 
+METHODS = ("model", "nearest-neighbour", "majority")  # the model and its two plain baselines
+
 # (method key, label, thresholded, subsets): the rows of the held-out table, in README order
 TABLE_ROWS = (
     ("model", "model, capped (what `analyze` does)", True, ("all", "recorded", "constructed")),
