@@ -48,7 +48,7 @@ _VLLM_PROC = re.compile(
     r"\((?P<proc>[A-Za-z][\w-]*)(?: rank=(?P<rankn>\d+)| (?P<tp>TP\d+))? pid=(?P<pid>\d+)(?:, ip=[\w.:-]+)?\) ?"
 )
 _VLLM_LOG = re.compile(
-    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<src>[\w.-]+:\d+)\] "
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<src>[\w./-]+:\d+)\] "
 )
 _VLLM_RANKS = re.compile(r"(?<=_)(?:DP|PP|PCP|TP|DCP|EP)\d+")
 _RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
