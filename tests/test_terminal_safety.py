@@ -67,7 +67,7 @@ def _visible_only(text: str) -> None:
 
 
 def test_the_safe_console_cleans_every_text_view():
-    from logsense.commands.common import SafeConsole
+    from logsense.report.console import SafeConsole
 
     d = Diagnosis("unknown", None, True, Origin.RULE, 0.3, SNEAKY, SNEAKY, "warmup",
                   (Evidence(1, SNEAKY),), (Fix("flag", SNEAKY, SNEAKY),))

@@ -6,10 +6,11 @@ import json
 import sys
 
 from logsense.analysis import analyze_path
-from logsense.commands.common import console, rules_from_options
+from logsense.commands.common import rules_from_options
 from logsense.errors import ExitCode
 from logsense.report import json as report_json
 from logsense.report import text as report_text
+from logsense.report.console import console
 
 
 def main(

@@ -12,8 +12,9 @@ import json
 import sys
 from typing import Any
 
-from logsense.commands.common import console, rules_from_options
+from logsense.commands.common import rules_from_options
 from logsense.commands.tail import WallClock, analysis_factory, source_kind
+from logsense.report.console import console
 from logsense.session import EXIT, Outcome, Session, Verdict
 from logsense.sources.stream import FileSource, JournalItems, Source
 

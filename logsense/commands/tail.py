@@ -21,9 +21,10 @@ from collections.abc import Callable
 
 from logsense import resume as resume_state
 from logsense.analysis import analysis_pipeline
-from logsense.commands.common import console, rules_from_options
+from logsense.commands.common import rules_from_options
 from logsense.errors import ExitCode, UsageError
 from logsense.pipeline import Pipeline
+from logsense.report.console import console
 from logsense.rules import RuleSet
 from logsense.session import QUIET, Item, Note, Session
 from logsense.sources import journald
