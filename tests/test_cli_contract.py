@@ -11,13 +11,19 @@ import time
 
 import pytest
 
-from conftest import HEALTHY
+from conftest import HEALTHY, run_cli
 
 LOGSENSE = [sys.executable, "-m", "logsense"]
 
 
 def run(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    """A real process: for what only a process shows (pipes, signals, the terminal)."""
     return subprocess.run([*LOGSENSE, *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def cli(*args: str):
+    """The same command in this process, through the same error boundary: exit codes and output."""
+    return run_cli(*args, text=True)
 
 
 @pytest.fixture
@@ -88,7 +94,7 @@ def test_format_is_validated(cmd, capsys):
 
 
 def test_rules_test_of_an_unknown_rule_names_it():
-    p = run("rules", "test", "no-such-rule")
+    p = cli("rules", "test", "no-such-rule")
     assert p.returncode == 2
     assert "no-such-rule" in p.stderr and "0 passed" not in p.stdout
 
@@ -96,11 +102,11 @@ def test_rules_test_of_an_unknown_rule_names_it():
 def test_several_inputs_as_json_are_one_array(healthy, tmp_path):
     bad = tmp_path / "bad.log"
     bad.write_text("Traceback (most recent call last):\n  File \"x.py\", line 1\nModuleNotFoundError: No module named 'w'\n")
-    p = run("analyze", "-f", "json", str(healthy), str(bad))
+    p = cli("analyze", "-f", "json", str(healthy), str(bad))
     reports = json.loads(p.stdout)
     assert [r["status"] for r in reports][0] == "ready" and len(reports) == 2
     assert p.returncode == 1
-    one = json.loads(run("analyze", "-f", "json", str(healthy)).stdout)
+    one = json.loads(cli("analyze", "-f", "json", str(healthy)).stdout)
     assert isinstance(one, dict)
 
 
@@ -127,7 +133,7 @@ def test_facts_keep_one_type(tmp_path):
     f = tmp_path / "x.log"
     f.write_text(HEALTHY + "[2026-11-20 10:00:11 TP0] max_total_num_tokens=86461, chunked_prefill_size=2048, "
                  "max_prefill_tokens=16384, max_running_requests=2049, context_len=131072\n")
-    facts = json.loads(run("analyze", "-f", "json", str(f)).stdout)["facts"]
+    facts = json.loads(cli("analyze", "-f", "json", str(f)).stdout)["facts"]
     assert facts["max_total_num_tokens"] == 86461 and facts["context_len"] == 131072
     assert facts["max_running_requests"] == 2049
 
@@ -139,13 +145,13 @@ def test_diff_of_two_healthy_runs_ignores_a_line_the_rules_know_as_benign(tmp_pa
     bad = tmp_path / "other.log"
     bad.write_text("".join(lines[:3]) + "[2026-11-20 10:00:04] Ignore import error when loading "
                    "sglang.srt.models.foo: ImportError: No module named 'bar'\n" + "".join(lines[3:]))
-    p = run("diff", "-f", "json", str(good), str(bad))
+    p = cli("diff", "-f", "json", str(good), str(bad))
     assert p.returncode == 0, p.stdout
     assert json.loads(p.stdout)["first_bad_error"] is None
     worse = tmp_path / "worse.log"
     worse.write_text("".join(lines[:3]) + "[2026-11-20 10:00:04] RuntimeError: something new broke\n"
                      + "".join(lines[3:]))
-    assert run("diff", str(good), str(worse)).returncode == 1
+    assert cli("diff", str(good), str(worse)).returncode == 1
 
 
 def test_pre_commit_hooks_run_once_and_the_readme_pins_nothing_that_does_not_exist():
@@ -183,7 +189,7 @@ def test_a_time_without_a_year_is_never_year_2000_in_json(tmp_path):
     bare.write_text("Nov 20 10:00:00 host python3[1]: server_args=ServerArgs(model_path='/m', tp_size=1)\n"
                     "Nov 20 10:00:03 host python3[1]: Load weight begin. avail mem=78.48 GB\n"
                     "Nov 20 10:00:23 host python3[1]: The server is fired up and ready to roll!\n")
-    out = run("analyze", "-f", "json", str(bare)).stdout
+    out = cli("analyze", "-f", "json", str(bare)).stdout
     assert "2000-" not in out
     phases = json.loads(out)["phases"]
     assert phases[0]["start"] == "11-20 10:00:00" and phases[0]["seconds"] == 3.0
@@ -191,7 +197,7 @@ def test_a_time_without_a_year_is_never_year_2000_in_json(tmp_path):
     inner.write_text("".join(f"Nov 20 10:00:0{i} host python3[1]: [2026-11-20 10:00:0{i}] {m}\n" for i, m in
                              enumerate(["server_args=ServerArgs(model_path='/m', tp_size=1)",
                                         "The server is fired up and ready to roll!"])))
-    assert json.loads(run("analyze", "-f", "json", str(inner)).stdout)["phases"][0]["start"].startswith("2026-11-20")
+    assert json.loads(cli("analyze", "-f", "json", str(inner)).stdout)["phases"][0]["start"].startswith("2026-11-20")
 
 
 @pytest.mark.parametrize("case", ["state-wrong-types", "tail-a-dir"])
@@ -199,9 +205,9 @@ def test_bad_input_to_tail_is_exit_2_with_one_line(tmp_path, healthy, case):
     if case == "state-wrong-types":
         state = tmp_path / "state.json"
         state.write_text('{"schema": "two", "offset": "x", "line": [], "inode": {}}')
-        p = run("tail", "--no-follow", "--resume", str(state), str(healthy), timeout=60)
+        p = cli("tail", "--no-follow", "--resume", str(state), str(healthy))
     else:
-        p = run("tail", "--no-follow", str(tmp_path), timeout=60)
+        p = cli("tail", "--no-follow", str(tmp_path))
     assert p.returncode == 2, p.stderr
     assert "internal error" not in p.stderr and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
