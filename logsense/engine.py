@@ -8,7 +8,18 @@ from dataclasses import dataclass, field, replace
 
 from logsense import fixes as fixes_mod
 from logsense.framing import exception_lines, frame_lines
-from logsense.model import UNKNOWN, Diagnosis, Event, Evidence, Match, Origin, Record, Role, RuleProblem
+from logsense.model import (
+    UNKNOWN,
+    Diagnosis,
+    Event,
+    Evidence,
+    Match,
+    Origin,
+    Record,
+    Role,
+    RuleProblem,
+    RuleStatus,
+)
 from logsense.rules import RuleSet
 from logsense.rules.compile import MATCH_TIMEOUT, CompiledRule, Pattern
 from logsense.taxonomy import title as cause_title
@@ -16,6 +27,7 @@ from logsense.taxonomy import title as cause_title
 MAX_EVIDENCE = 6
 KEEP = 16  # matches kept per (cause, rule); later ones are counted
 UNKNOWN_CONFIDENCE = 0.3
+EXPERIMENTAL_CONFIDENCE = 0.55  # an experimental rule's most: "low" sure (report.text.sureness)
 
 
 @dataclass
@@ -124,7 +136,10 @@ class Matcher:
                 continue
             seen.add(rec.line)
             evidence.append(Evidence(rec.line, rec.message.strip()[:500]))
-        return Match(rule.id, rule.spec.cause, Role(rule.spec.role), rule.spec.priority, rule.spec.confidence,
+        confidence = rule.spec.confidence
+        if rule.spec.status is RuleStatus.EXPERIMENTAL:
+            confidence = min(confidence, EXPERIMENTAL_CONFIDENCE)
+        return Match(rule.id, rule.spec.cause, rule.spec.role, rule.spec.priority, confidence,
                      event, tuple(evidence[:MAX_EVIDENCE]), captures)
 
 

@@ -12,24 +12,53 @@ from logsense.logtime import seconds_between
 UNKNOWN = "unknown"
 
 
-class Role(str, Enum):
+class StrEnum(str, Enum):
+    """Members are their strings: equal to them, and shown as them in JSON and f-strings (enum.StrEnum is 3.11+)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Role(StrEnum):
     ROOT = "root"
     SYMPTOM = "symptom"
     FATAL = "fatal"  # a sign that the process failed, whatever the cause (rules/common/fatal.yaml)
 
 
-class Origin(str, Enum):
+class Origin(StrEnum):
     RULE = "rule"
     CLASSIFIER = "classifier"
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     FAILED = "failed"
     READY = "ready"
     INCOMPLETE = "incomplete"
 
 
-class UpdateKind(str, Enum):
+class RuleStatus(StrEnum):
+    """How far a rule is trusted, as in Sigma: rule-format.md says what each does."""
+
+    STABLE = "stable"
+    EXPERIMENTAL = "experimental"  # reported, but never more than "low" sure
+    DEPRECATED = "deprecated"  # checked when its pack loads, never run
+
+
+class EventKind(StrEnum):
+    LINE = "line"
+    TRACEBACK = "traceback"
+    COMPILE = "compile"  # a compiler's error block (gcc/nvcc/Triton)
+
+
+class FixKind(StrEnum):
+    FLAG = "flag"
+    PACKAGE = "package"
+    COMMAND = "command"
+    ENV = "env"
+    CONFIG = "config"
+
+
+class UpdateKind(StrEnum):
     PHASE = "phase"
     DIAGNOSIS = "diagnosis"
     READY = "ready"
@@ -58,7 +87,7 @@ class Record:
 class Event:
     """A unit of meaning: one line, or a whole traceback / compiler error, from one stream."""
 
-    kind: str  # "line" | "traceback" | "compile"
+    kind: EventKind
     records: tuple[Record, ...]
     phase: str = "import"
 
@@ -96,7 +125,7 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Fix:
-    kind: str  # flag | package | command | env | config
+    kind: FixKind
     value: str
     note: str | None = None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -30,14 +31,16 @@ def key(kind: str, data: bytes) -> str:
 
 @lru_cache(maxsize=1)
 def _types() -> dict[str, type]:
+    from logsense.model import FixKind, Role, RuleStatus
     from logsense.rules.compile import CompiledRule
     from logsense.rules.loader import ExampleSpec, FixSpec, PatternSpec, RuleSpec
     from logsense.rules.phases import PhaseSpec
 
-    return {t.__name__: t for t in (CompiledRule, PhaseSpec, RuleSpec, PatternSpec, FixSpec, ExampleSpec)}
+    return {t.__name__: t for t in (CompiledRule, PhaseSpec, RuleSpec, PatternSpec, FixSpec, ExampleSpec,
+                                    Role, RuleStatus, FixKind)}
 
 
-_DATACLASS, _PATTERN, _TAGGED_TUPLE = 0, 1, 2
+_DATACLASS, _PATTERN, _TAGGED_TUPLE, _ENUM = 0, 1, 2, 3
 _TAG = "\0logsense"  # first item of a tuple that stands for a dataclass or a pattern
 _LEAVES = (str, int, float, bool, type(None), bytes)
 
@@ -50,6 +53,11 @@ def encode(value: Any) -> Any:
     """
     from logsense.rules.compile import Pattern
 
+    if isinstance(value, Enum):  # before the leaves: a str enum is a str, but marshal takes no subclass
+        name = type(value).__name__
+        if _types().get(name) is not type(value):
+            raise TypeError(f"{name} is not a cached type")
+        return (_TAG, _ENUM, name, value.value)
     if isinstance(value, _LEAVES):
         return value
     if isinstance(value, Pattern):
@@ -92,6 +100,8 @@ def decode(value: Any) -> Any:
                     return Pattern(spec, v[3], v[4])
                 if kind == _TAGGED_TUPLE:
                     return tuple([x if type(x) in _LEAVES else walk(x) for x in v[2:]])
+                if kind == _ENUM:
+                    return types[v[2]](v[3])
                 raise ValueError(f"unknown tag {kind!r}")
             return tuple([x if type(x) in _LEAVES else walk(x) for x in v])
         if t is list:
@@ -109,8 +119,9 @@ def decode(value: Any) -> Any:
 
 @lru_cache(maxsize=1)
 def _code_key() -> str:
-    """The reading code's source and each cached type's field names: other code, other entries."""
-    layout = {name: tuple(f.name for f in dataclasses.fields(t)) for name, t in sorted(_types().items())}
+    """The reading code's source and each cached type's field names (an enum's values): other code, other entries."""
+    layout = {name: tuple(m.value for m in t) if issubclass(t, Enum) else tuple(f.name for f in dataclasses.fields(t))
+              for name, t in sorted(_types().items())}
     return cache.source_digest(_CODE) + hashlib.sha256(repr(layout).encode()).hexdigest()[:16]
 
 

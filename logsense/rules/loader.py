@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logsense.errors import RuleError
+from logsense.model import FixKind, Role, RuleStatus
 from logsense.rules.schema import (
     DEFAULTS_FIELDS,
     EXAMPLE_FIELDS,
@@ -120,7 +121,7 @@ class PatternSpec:
 
 @dataclass(frozen=True)
 class FixSpec:
-    kind: str
+    kind: FixKind
     value: str
     note: str | None
     when: dict[str, tuple[Any, ...]]
@@ -146,7 +147,7 @@ class ExampleSpec:
 class RuleSpec:
     id: str
     cause: str
-    role: str
+    role: Role
     priority: int
     confidence: float
     title: str | None
@@ -160,7 +161,7 @@ class RuleSpec:
     fixes: tuple[FixSpec, ...]
     references: tuple[str, ...]
     examples: tuple[ExampleSpec, ...]
-    status: str
+    status: RuleStatus
     path: str
     line: int
     kind: str | None = None  # role fatal: the kind of failure (schema.FATAL_KINDS)
@@ -278,7 +279,7 @@ def _fixes(c: _Checker, m: Any, rule: str, patterns: tuple[PatternSpec, ...]) ->
     out = []
     for i, fm in enumerate(m.value or []):
         f = c.fields(fm, FIX_FIELDS, rule, f"fixes[{i}].")
-        if f is None or not isinstance(_text(f["value"]), str):
+        if f is None or not isinstance(_text(f["value"]), str) or _text(f["kind"]) not in tuple(FixKind):
             continue
         for key in ("value", "note", "fallback"):
             _check_template(c, f[key], rule, f"fixes[{i}].{key}", patterns)
@@ -287,7 +288,7 @@ def _fixes(c: _Checker, m: Any, rule: str, patterns: tuple[PatternSpec, ...]) ->
         if isinstance(cond, Marked) and isinstance(cond.value, dict):
             for k, v in plain(cond).items():
                 when[k] = tuple(v) if isinstance(v, list) else (v,)
-        out.append(FixSpec(_text(f["kind"]), _text(f["value"]), _text(f["note"]), when, _text(f["fallback"])))
+        out.append(FixSpec(FixKind(_text(f["kind"])), _text(f["value"]), _text(f["note"]), when, _text(f["fallback"])))
     return tuple(out)
 
 
@@ -399,7 +400,7 @@ def parse_rule(c: _Checker, m: Marked, default_not: tuple[PatternSpec, ...] = ()
     return RuleSpec(
         id=rid,
         cause=cause,
-        role=_text(f["role"]),
+        role=Role(_text(f["role"])),
         priority=prio if isinstance(prio, int) else 50,
         confidence=float(conf),
         title=_text(f["title"]),
@@ -413,7 +414,7 @@ def parse_rule(c: _Checker, m: Marked, default_not: tuple[PatternSpec, ...] = ()
         fixes=fixes,
         references=tuple(plain(f["references"]) if isinstance(f["references"], Marked) else ()),
         examples=examples,
-        status=_text(f["status"]) or "stable",
+        status=RuleStatus(_text(f["status"]) or RuleStatus.STABLE),
         path=c.path,
         line=m.line,
         kind=kind,
@@ -484,6 +485,6 @@ def load_pack(path: Path, display: str | None = None) -> tuple[list[RuleSpec], l
             c.err(rm, "a rule is a mapping", None, f"rules[{i}]")
             continue
         spec = parse_rule(c, rm, default_not)
-        if spec is not None:
+        if spec is not None and spec.status is not RuleStatus.DEPRECATED:  # checked above, never run
             out.append(spec)
     return out, c.errors

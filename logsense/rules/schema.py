@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from logsense.model import FixKind, Role, RuleStatus
+
 
 @dataclass(frozen=True)
 class Field:
@@ -24,7 +26,7 @@ RULE_FIELDS: dict[str, Field] = {
     "id": Field(str, True, help="unique across all packs: lowercase letters, digits and '-'"),
     "cause": Field(str, True, help="a cause id from logsense/taxonomy.yaml; an unknown id does not load"),
     "role": Field(str, True, help="root (a cause), symptom (a consequence) or fatal (the process failed, cause "
-                  "unknown: rules/common/fatal.yaml)", choices=("root", "symptom", "fatal")),
+                  "unknown: rules/common/fatal.yaml)", choices=tuple(Role)),
     "kind": Field(str, False, None, "role fatal only: the kind of failure it shows", choices=FATAL_KINDS,
                   required_when="with `role: fatal`"),
     "priority": Field(int, False, 50, "0..100; decides between two root rules; symptoms never outrank a root"),
@@ -37,7 +39,8 @@ RULE_FIELDS: dict[str, Field] = {
     "fixes": Field(list, False, [], "fixes: kind, value, note, if, fallback (below)"),
     "references": Field(list, False, [], "URLs"),
     "examples": Field(dict, True, help="match / no_match: logs the rule must / must not fire on (below)"),
-    "status": Field(str, False, "stable", "stable or experimental", choices=("stable", "experimental")),
+    "status": Field(str, False, "stable", "stable, experimental (never more than low sure) or deprecated (not run)",
+                    choices=tuple(RuleStatus)),
     "use_defaults": Field(bool, False, True, "false: the pack's `defaults:` do not apply to this rule"),
 }
 
@@ -58,8 +61,7 @@ MATCH_FIELDS: dict[str, Field] = {
 }
 
 FIX_FIELDS: dict[str, Field] = {
-    "kind": Field(str, True, help="flag, package, command, env or config",
-                  choices=("flag", "package", "command", "env", "config")),
+    "kind": Field(str, True, help="flag, package, command, env or config", choices=tuple(FixKind)),
     "value": Field(str, True, help="the fix, a template with {capture} and {fact} names"),
     "note": Field(str, False, None, "a caveat shown with the fix"),
     "if": Field(dict, False, None, "conditions on facts: fact: value or [values]; null = unknown"),
