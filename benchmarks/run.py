@@ -113,8 +113,9 @@ def startup_rows(repeat: int) -> list[str]:
         ("logsense --help", [*ls, "--help"], None),
     ]
     for name, path in SMALL_LOGS.items():
+        n_lines = path.read_bytes().count(b"\n")
         cases += [
-            (f"logsense analyze {name} ({path.read_bytes().count(b"\n")} lines)", [*ls, "analyze", str(path)], None),
+            (f"logsense analyze {name} ({n_lines} lines)", [*ls, "analyze", str(path)], None),
             (f"logsense analyze --format json {name}", [*ls, "analyze", "--format", "json", str(path)], None),
             (f"logsense tail --until-ready {name} (a finished log: start to verdict)",
              [*ls, "tail", "--until-ready", str(path)], None),
