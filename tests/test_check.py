@@ -10,14 +10,12 @@ from __future__ import annotations
 import gzip
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import HEALTHY, MODULE_MISSING, ROOT
+from conftest import HEALTHY, MODULE_MISSING, ROOT, run_cli
 from logsense.check import check, label_for, logs_for, plan, read_label
 from logsense.commands import check as check_cmd
 
@@ -334,11 +332,9 @@ def test_command_prints_one_line_a_problem_then_the_summary(work, capsys):
 
 def test_the_cli_wires_paths_and_options(work):
     write_incident(work / "c", "ok", HEALTHY, cause="healthy")
-    exe = [sys.executable, "-m", "logsense"]
-    p = subprocess.run(exe + ["check", "--only-rules", "pack", "--rules", "pack", "--corpus", "c"],
-                       capture_output=True, text=True)
+    p = run_cli("check", "--only-rules", "pack", "--rules", "pack", "--corpus", "c", text=True)
     assert (p.returncode, p.stdout) == (0, "1 incident, 1 rule checked: 0 problems\n"), p.stderr
-    p = subprocess.run(exe + ["check"], capture_output=True, text=True)
+    p = run_cli("check", text=True)
     assert p.returncode == 2 and "nothing to check" in p.stderr
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import yaml
 
@@ -95,12 +92,13 @@ def test_gz_logs_get_the_plain_label_name(log):
 
 
 def test_the_cli(log):
-    exe = [sys.executable, "-m", "logsense", "label"]
-    p = subprocess.run(exe + ["c/ready.log", "--cause", "healthy", "--phase", "serving", "--source", "s",
-                              "--origin", "constructed"], capture_output=True, text=True)
+    from conftest import run_cli
+
+    p = run_cli("label", "c/ready.log", "--cause", "healthy", "--phase", "serving", "--source", "s",
+                "--origin", "constructed", text=True)
     assert p.returncode == 0, p.stderr
     assert log.with_name("ready.label.yaml").read_text().startswith("cause: healthy\nphase: serving\n")
-    p = subprocess.run(exe + ["c/ready.log", "--cause", "healthy"], capture_output=True, text=True)
+    p = run_cli("label", "c/ready.log", "--cause", "healthy", text=True)
     assert p.returncode == 2 and "use --force" in p.stderr
-    p = subprocess.run(exe + ["c/ready.log", "--cause", "oom", "--force"], capture_output=True, text=True)
+    p = run_cli("label", "c/ready.log", "--cause", "oom", "--force", text=True)
     assert p.returncode == 2 and "unknown cause 'oom'" in p.stderr
