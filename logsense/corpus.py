@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from logsense.errors import RuleError
-from logsense.model import UNKNOWN, Report, Status
+from logsense.model import UNKNOWN, Origin, Report, Status
 
 LABEL_SUFFIX = ".label.yaml"
 LOG_SUFFIXES = (".log", ".log.gz")
@@ -217,7 +217,7 @@ def describe(report: Report) -> str:
     where = f"line {root.evidence[0].line}" if root.evidence else "no evidence line"
     if root.rule:
         how = f"rule {root.rule}"
-    elif root.origin.value == "rule":
+    elif root.origin is Origin.RULE:
         how = f"a fatal {root.kind} no rule names" if root.kind else "no rule matched"
     else:
         how = root.origin.value

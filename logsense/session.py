@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from logsense.logtime import parse_time
-from logsense.model import Diagnosis, Record, Report, UpdateKind
+from logsense.model import Diagnosis, Record, Report, Status, UpdateKind
 from logsense.rules import RuleSet
 from logsense.timeline import RESTART_AFTER
 
@@ -274,7 +274,7 @@ class Session:
                 s.outcome = Outcome.FAILED
             elif s.stopped:
                 s.outcome = Outcome.STOPPED
-            elif report.status.value == "ready":
+            elif report.status is Status.READY:
                 s.outcome = Outcome.READY
             else:
                 s.outcome = Outcome.INCOMPLETE

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import PurePosixPath
 
 from logsense.coverage.config import PackageConfig
 from logsense.coverage.extract import Site
+from logsense.model import UNKNOWN, StrEnum
+from logsense.model import Status as StartupStatus
 from logsense.rules import RuleSet
 
 # values a hole takes in the instances fed to the rules: a number, a size, a word, a dotted name, nothing
@@ -16,7 +17,7 @@ GENERIC_PACK = "common"  # the fatal-signal pack: it says "failed", not why
 SITE_PACKAGES = "/usr/local/lib/python3.11/site-packages/"
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     COVERED = "covered"  # a root rule names the cause
     TRIAGED = "triaged"  # reviewed: not a startup failure
     GENERIC = "generic"  # caught as a failure, cause unknown
@@ -69,10 +70,10 @@ class Classifier:
             root = report.root
             if root is None:
                 # a verdict of failed without a root diagnosis is still a failure the log shows
-                self._seen[key] = (None, "unknown" if report.status.value == "failed" else None, True)
+                self._seen[key] = (None, UNKNOWN if report.status is StartupStatus.FAILED else None, True)
             else:
                 rule = self.rules.get(root.rule) if root.rule else None
-                generic = root.cause == "unknown" or (
+                generic = root.cause == UNKNOWN or (
                     rule is not None and GENERIC_PACK in PurePosixPath(rule.spec.path).parts)
                 self._seen[key] = (root.rule, root.cause, generic)
         return self._seen[key]
