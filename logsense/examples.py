@@ -14,7 +14,7 @@ from logsense.normalize import Normalizer
 from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet
 from logsense.rules.compile import CompiledRule
-from logsense.rules.loader import RuleSpec
+from logsense.rules.loader import ExampleSpec, RuleSpec
 from logsense.rules.phases import PhaseSpec
 
 
@@ -72,28 +72,28 @@ def fired(rules: RuleSet, rule: CompiledRule, log: str) -> list[Match]:
 
 def run_examples(rules: RuleSet, only: str | None = None) -> list[ExampleResult]:
     """Each example of each rule (or of the rule `only`): a match fires with its captures, a no_match does not."""
-    out = []
-    for rule in rules.rules:
-        if only and rule.id != only:
-            continue
-        for ex in rule.spec.examples:
-            matches = fired(rules, rule, ex.log)
-            want = ex.kind in ("match", "todo_match")
-            ok = bool(matches) == want
-            msg = ""
-            if ok and want and ex.captures:
-                got = matches[0].captures
-                bad = {k: v for k, v in ex.captures.items() if got.get(k) != v}
-                if bad:
-                    ok = False
-                    msg = "captures differ: " + ", ".join(f"{k}={got.get(k)!r} (want {v!r})" for k, v in bad.items())
-            if not ok and not msg:
-                msg = "did not fire" if want else "fired on a no_match example"
-            if ex.kind.startswith("todo_"):
-                ok = not ok  # a known gap: passes while it still fails
-                msg = msg or "a todo example now passes: promote it"
-            out.append(ExampleResult(rule.id, ex.kind, ex.index, ok, rule.spec.path, ex.line, msg, ex.name))
-    return out
+    return [run_example(rules, rule, ex) for rule in rules.rules if not only or rule.id == only
+            for ex in rule.spec.examples]
+
+
+def run_example(rules: RuleSet, rule: CompiledRule, ex: ExampleSpec) -> ExampleResult:
+    """One example of `rule`, analyzed as a log with every rule of `rules`."""
+    matches = fired(rules, rule, ex.log)
+    want = ex.kind in ("match", "todo_match")
+    ok = bool(matches) == want
+    msg = ""
+    if ok and want and ex.captures:
+        got = matches[0].captures
+        bad = {k: v for k, v in ex.captures.items() if got.get(k) != v}
+        if bad:
+            ok = False
+            msg = "captures differ: " + ", ".join(f"{k}={got.get(k)!r} (want {v!r})" for k, v in bad.items())
+    if not ok and not msg:
+        msg = "did not fire" if want else "fired on a no_match example"
+    if ex.kind.startswith("todo_"):
+        ok = not ok  # a known gap: passes while it still fails
+        msg = msg or "a todo example now passes: promote it"
+    return ExampleResult(rule.id, ex.kind, ex.index, ok, rule.spec.path, ex.line, msg, ex.name)
 
 
 def run_phase_examples(phases: list[PhaseSpec], path: str = "phases.yaml") -> list[ExampleResult]:

@@ -7,22 +7,24 @@ import pytest
 from logsense import load_rules
 from logsense.check import check_phase_examples, check_rule_examples, lint
 from logsense.errors import RuleErrors
-from logsense.examples import run_examples
+from logsense.examples import run_example
 
 
-def _results():
+def _examples():
+    """(rule id, example) for every example of the bundled packs; they run in the tests, spread over the workers."""
     try:
         rs = load_rules()
     except RuleErrors as e:
-        return [pytest.param(None, id="pack-load", marks=pytest.mark.xfail(reason=str(e), strict=True))]
-    results = run_examples(rs)
-    return [pytest.param(r, id=r.id) for r in results]
+        return [pytest.param(None, None, id="pack-load", marks=pytest.mark.xfail(reason=str(e), strict=True))]
+    return [pytest.param(r.id, ex, id=f"{r.spec.path}::{r.id}::{ex.label}") for r in rs.rules for ex in r.spec.examples]
 
 
-@pytest.mark.parametrize("result", _results())
-def test_example(result):
-    assert result is not None
-    assert result.ok, f"{result.path}:{result.line}: rule '{result.rule}': {result.kind}: {result.message}"
+@pytest.mark.parametrize(("rule_id", "example"), _examples())
+def test_example(rules, rule_id, example):
+    rule = rules.get(rule_id)
+    assert rule is not None and example is not None
+    result = run_example(rules, rule, example)
+    assert result.ok, f"{result.path}:{result.line}: rule '{result.rule}': {result.label}: {result.message}"
 
 
 def test_packs_load():
