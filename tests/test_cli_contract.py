@@ -44,10 +44,27 @@ def test_a_closed_pipe_is_exit_0(healthy):
     assert b"ready" in first and err == ""
 
 
+def _wait_until_reading_stdin(pid: int, timeout: float = 60.0) -> None:
+    """Until the process blocks in read(0, ...): a fixed sleep loses to a loaded machine, where the
+    interrupt then lands in the interpreter's start-up, before logsense's own handling exists."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/syscall") as f:
+                fields = f.read().split()
+        except OSError:
+            time.sleep(2.0)  # no /proc: the old guess
+            return
+        if len(fields) > 1 and fields[0] in ("0", "63") and fields[1] == "0x0":  # read (x86_64, arm64) of fd 0
+            return
+        time.sleep(0.05)
+    raise AssertionError("the process never started reading stdin")
+
+
 def test_ctrl_c_is_130_and_quiet():
     p = subprocess.Popen([*LOGSENSE, "analyze", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE)
-    time.sleep(2.0)  # let it start reading stdin
+    _wait_until_reading_stdin(p.pid)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
