@@ -290,7 +290,8 @@ def test_readme_table_is_the_shipped_models(shipped):
 def test_readme_table_is_what_eval_prints():
     from logsense.commands.learn import readme_table
 
-    p = _logsense("eval", "corpora/", "--format", "markdown")
+    p = subprocess.run([sys.executable, "-m", "logsense", "eval", "corpora/", "--format", "markdown"],
+                       capture_output=True, text=True, cwd=ROOT, env={**os.environ, "NO_COLOR": "1"}, timeout=600)
     assert p.returncode == 0, p.stderr
     assert readme_table((ROOT / "README.md").read_text(encoding="utf-8")) == p.stdout, f"rebuild with `{REBUILD}`"
 
@@ -372,9 +373,11 @@ def _tiny_corpus(tmp_path: Path, incidents) -> Path:
     return out
 
 
-def _logsense(*args: str, env: dict | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "logsense", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "NO_COLOR": "1", **(env or {})}, timeout=120)
+def _logsense(*args: str, env: dict | None = None):
+    """`logsense ARGS` in this process (its exit code and output), with `env` set while it runs."""
+    from conftest import run_cli
+
+    return run_cli(*args, env={"NO_COLOR": "1", **(env or {})}, text=True)
 
 
 def test_train_is_reproducible_and_eval_reports(tmp_path, incidents, capsys):
