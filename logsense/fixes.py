@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from logsense.flags import for_server
-from logsense.model import Fix
+from logsense.model import Fix, FixKind
 from logsense.rules.loader import FixSpec
 
 _NAME = re.compile(r"\{(\w+)\}")
@@ -45,16 +45,16 @@ _PACKAGE_OF = {"sglang": re.compile(r"(?<![\w/.-])(?:sglang(?:\[[^\]]*\])?|sgl[-
                "vllm": re.compile(r"(?<![\w/.-])vllm(?:\[[^\]]*\])?(?![\w/-])")}
 
 
-def _for_server(kind: str, value: str, server: str | None) -> str | None:
+def _for_server(kind: FixKind, value: str, server: str | None) -> str | None:
     """The fix in the detected server's own words, or None when that server has no such knob."""
     if server not in _ENV_OF:
         return value
-    if kind == "flag":
+    if kind == FixKind.FLAG:
         return for_server(value, server)
-    if kind == "env":
+    if kind == FixKind.ENV:
         others = tuple(p for s, ps in _ENV_OF.items() if s != server for p in ps)
         return None if value.lstrip().startswith(others) else value
-    if kind in ("command", "package"):
+    if kind in (FixKind.COMMAND, FixKind.PACKAGE):
         other = next(s for s in _PACKAGE_OF if s != server)
         if not _PACKAGE_OF[other].search(value):
             return value

@@ -16,7 +16,7 @@ from pathlib import Path
 from logsense.learn.decide import best_failure, decide
 from logsense.learn.features import DigestWatch, Doc, DocReader, Note
 from logsense.learn.linear import LinearModel, Prediction
-from logsense.model import UNKNOWN, Diagnosis, Evidence, Fix, Origin
+from logsense.model import UNKNOWN, Diagnosis, Evidence, Fix, FixKind, Origin
 
 MAX_EVIDENCE = 6
 
@@ -131,15 +131,15 @@ def _evidence(notes: list[Note]) -> tuple[Evidence, ...]:
     return tuple(sorted(out.values(), key=lambda e: e.line)[-MAX_EVIDENCE:])
 
 
-def _fix_kind(text: str) -> str:
+def _fix_kind(text: str) -> FixKind:
     """A best guess at a taxonomy fix's kind (they are prose: 'raise --mem-fraction-static')."""
     t = text.strip()
     if "--" in t:
-        return "flag"
+        return FixKind.FLAG
     if t.startswith(("pip ", "apt ", "apt-get ", "conda ")) or " install " in t:
-        return "package"
+        return FixKind.PACKAGE
     if any(w.isupper() and "_" in w for w in t.replace("=", " ").split()):
-        return "env"
+        return FixKind.ENV
     if t.startswith(("python", "docker", "huggingface-cli", "nvidia-smi")):
-        return "command"
-    return "config"
+        return FixKind.COMMAND
+    return FixKind.CONFIG
