@@ -61,7 +61,7 @@ def encode(value: Any) -> Any:
     if isinstance(value, _LEAVES):
         return value
     if isinstance(value, Pattern):
-        return (_TAG, _PATTERN, encode(value.spec), tuple(value.literals), bool(value.icase))
+        return (_TAG, _PATTERN, encode(value.spec), tuple(value.literals), bool(value.icase), value.freeze())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
         if _types().get(name) is not type(value):
@@ -95,9 +95,10 @@ def decode(value: Any) -> Any:
                     return types[v[2]](*[x if type(x) in _LEAVES else walk(x) for x in v[3:]])
                 if kind == _PATTERN:
                     spec = walk(v[2])
-                    if not isinstance(spec, PatternSpec) or type(v[3]) is not tuple or type(v[4]) is not bool:
+                    if (not isinstance(spec, PatternSpec) or type(v[3]) is not tuple or type(v[4]) is not bool
+                            or type(v[5]) is not bytes):
                         raise TypeError("not a pattern")
-                    return Pattern(spec, v[3], v[4])
+                    return Pattern(spec, v[3], v[4], frozen=v[5])
                 if kind == _TAGGED_TUPLE:
                     return tuple([x if type(x) in _LEAVES else walk(x) for x in v[2:]])
                 if kind == _ENUM:
