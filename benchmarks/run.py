@@ -139,7 +139,7 @@ def main() -> int:
     logsense = shutil.which("logsense") or f"{sys.executable} -m logsense"
     patterns = OUT / "patterns.txt"
     with open(patterns, "w") as fh:
-        subprocess.run([*logsense.split(), "rules", "export", "--patterns"], stdout=fh, check=True)
+        subprocess.run([*logsense.split(), "rules", "export"], stdout=fh, check=True)
     n_patterns = sum(1 for _ in open(patterns))
     rows = []
     for n in [int(x) for x in a.lines.split(",")]:
@@ -161,7 +161,7 @@ def main() -> int:
         for label, (secs, rss) in measured.items():
             ref = ref_pipe if label.startswith("cat FILE |") else ref_file
             rows.append((n, size, label, secs, n / secs, size / secs, secs / ref, rss / 1024))
-    lines = [f"patterns: {n_patterns} (from `logsense rules export --patterns`), repeat {a.repeat}, "
+    lines = [f"patterns: {n_patterns} (from `logsense rules export`), repeat {a.repeat}, "
              f"scan backend: {os.environ.get('LOGSENSE_SCAN_BACKEND', 'default')}", "",
              "| lines | MB | method | s | lines/s | MB/s | x grep | peak RSS MiB |",
              "|---|---|---|---|---|---|---|---|"]

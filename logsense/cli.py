@@ -273,14 +273,13 @@ def rules_test(
 
 @rules_app.command("export")
 def rules_export(
-    patterns: Annotated[bool, typer.Option("--patterns", help="One grep -E pattern a line.")] = True,
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
 ) -> None:
-    """Write the rule patterns as a `grep -E -f` file."""
+    """Write the rule and phase patterns, one grep -E pattern a line (a `grep -E -f` file)."""
     from logsense.commands import rules as cmd
 
-    raise typer.Exit(cmd.export(rules, only_rules, patterns))
+    raise typer.Exit(cmd.export(rules, only_rules))
 
 
 @rules_app.command("lint")
