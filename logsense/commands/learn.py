@@ -13,8 +13,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from logsense.commands.common import console
 from logsense.errors import ExitCode, UsageError
+from logsense.report.console import console
 
 
 def _load(corpus: list[str]):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from logsense.commands.common import console, rules_from_options
+from logsense.commands.common import rules_from_options
 from logsense.errors import UsageError
+from logsense.report.console import console
 
 
 def list_rules(rules=None, only_rules=None, fmt: str = "text") -> int:

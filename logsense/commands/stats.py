@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from logsense.commands.common import PIPED_WIDTH, SafeConsole, console
 from logsense.errors import ExitCode, UsageError
+from logsense.report.console import PIPED_WIDTH, SafeConsole, console
 
 FORMATS = ("table", "csv", "json", "parquet")
 
