@@ -188,3 +188,25 @@ rules:
       match: ['torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB']
       no_match: ['all good']
 """
+
+
+def test_a_kept_regex_is_used_only_for_its_own_text_and_regex_version():
+    import marshal
+
+    import regex
+
+    from logsense.rules.compile import Pattern
+    from logsense.rules.loader import PatternSpec
+
+    def spec(text: str) -> PatternSpec:
+        return PatternSpec(text, 1, 1, "match.any[0]")
+
+    kept = Pattern(spec(r"CUDA out of (?P<what>memory)"), (), False).freeze()
+    assert Pattern(spec(r"CUDA out of (?P<what>memory)"), (), False, frozen=kept).regex.search("CUDA out of memory")
+    other_text = Pattern(spec(r"NCCL error"), (), False, frozen=kept)  # a kept form of another pattern
+    assert other_text.regex.pattern == "NCCL error"
+    _version, data = marshal.loads(kept)
+    old = Pattern(spec(r"CUDA out of (?P<what>memory)"), (), False, frozen=marshal.dumps(("0.0", data)))
+    assert old.regex.search("CUDA out of memory")["what"] == "memory"
+    for junk in (b"", b"junk", marshal.dumps((regex.__version__, ("x",)))):
+        assert Pattern(spec("abc"), (), False, frozen=junk).regex.search("xabc")
