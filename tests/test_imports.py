@@ -125,3 +125,15 @@ def test_the_rule_loader_does_not_reach_into_the_core():
     for name, imported in import_graph().items():
         if name == "logsense.rules" or name.startswith("logsense.rules."):
             assert not imported & core, f"{name} imports {sorted(imported & core)}"
+
+
+def test_only_the_reports_draw_on_the_terminal():
+    """rich is imported by report/ (the console and what is drawn) and nowhere else in the package."""
+    drawing = set()
+    for name, path in _modules(PACKAGE).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(m == "rich" or m.startswith("rich.") for m in mods):
+                drawing.add(name)
+    assert sorted(m for m in drawing if not m.startswith("logsense.report")) == []
