@@ -140,8 +140,8 @@ class Session:
         self.skew = 0.0
         self.silent = False  # replaying up to a --resume position: rebuild, show nothing
         self.awaiting_probe = False
-        spec = next((p for p in rules.phases if p.name == "server_args"), None)
-        self._args_markers = list(spec.markers) if spec is not None else []
+        # every server's args markers (SGLang's and vLLM's are separate specs of the same phase)
+        self._args_markers = [m for p in rules.phases if p.name == "server_args" for m in p.markers]
         self.startup = self._startup(0)
         self._last_run: str | None = None
         self._last_line = 0

@@ -112,3 +112,14 @@ def test_the_command_line(bring_up):
     p = subprocess.run([sys.executable, "-m", "logsense", "history", "-h"], capture_output=True, text=True,
                        timeout=60, cwd=ROOT)
     assert p.returncode == 0 and "--format" in p.stdout
+
+
+def test_vllm_restarts_are_attempts_of_their_own(tmp_path, capsys):
+    """Two real vLLM starts in one file (ready, then a model dir without config.json): two rows."""
+    recorded = ROOT / "corpora" / "recorded" / "vllm-0.32.0"
+    log = tmp_path / "vllm.log"
+    log.write_text((recorded / "healthy-gpt2.log").read_text() + (recorded / "config-json-missing.log").read_text())
+    assert history.main(str(log), fmt="json") == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["outcome"], r["cause"]) for r in rows] == [("ready", None), ("failed", "model_files_invalid")]
+    assert rows[1]["phase"] == "server_args"
