@@ -62,7 +62,7 @@ def test(rules=None, only_rules=None, rule_id: str | None = None, verbose: bool 
     return 1 if problems else 0
 
 
-def export(rules=None, only_rules=None, patterns: bool = True) -> int:
+def export(rules=None, only_rules=None) -> int:
     """Write every positive pattern, one per line, as grep -E can read them (a benchmark reference)."""
     rs = rules_from_options(rules, only_rules)
     from logsense.rules.grep import to_ere

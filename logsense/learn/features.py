@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,7 +187,7 @@ class DigestWatch:
     def event(self, event: Event) -> None:
         self.digest.add(event)
 
-    def revise(self, diagnoses: list, facts: dict[str, Any]) -> list:
+    def revise(self, diagnoses: list, facts: dict[str, Any]) -> list:  # noqa: ARG002 - the Watcher protocol's signature
         return diagnoses
 
     def doc(self, facts: dict[str, Any]) -> Doc:
@@ -216,18 +215,9 @@ def _reader_pipeline(phases):
     return p, p.watcher
 
 
-def doc_of_lines(lines: Iterable[tuple[int, str]], phases=None) -> Doc:
-    """The document of a whole log: every line through the Pipeline (normalizer, framer, timeline;
-    no rules, so it does not depend on which rules exist). Training and prediction both use it."""
-    p, watch = _reader_pipeline(phases)
-    for line_no, text in lines:
-        p.feed_line(line_no, text)
-    p.flush()
-    return watch.doc(p.facts.snapshot())
-
-
 def doc_of_stream(fp, name: str, phases=None) -> Doc:
-    """The document of a recorded log, read with the block scanner (error-ish lines and the end)."""
+    """The document of a recorded log, read with the block scanner (error-ish lines and the end), through
+    the Pipeline with no rules (so it does not depend on which rules exist): what training reads."""
     from logsense.scan import feed_stream
 
     p, watch = _reader_pipeline(phases)
@@ -237,6 +227,7 @@ def doc_of_stream(fp, name: str, phases=None) -> Doc:
 
 
 def doc_of_file(path: str, phases=None) -> Doc:
+    """The training document of a log file (a corpus incident)."""
     from logsense.sources.recorded import open_recorded
 
     fp, name = open_recorded(str(path))
@@ -244,12 +235,6 @@ def doc_of_file(path: str, phases=None) -> Doc:
         return doc_of_stream(fp, name, phases)
     finally:
         fp.close()
-
-
-def doc_of_bytes(data: bytes, name: str = "<input>", phases=None) -> Doc:
-    import io
-
-    return doc_of_stream(io.BufferedReader(io.BytesIO(data)), name, phases)
 
 
 _PHASE_ONLY = None
@@ -301,8 +286,10 @@ def _telling_lines(event: Event) -> list[Record]:
     if exc:
         last = exc[-1].line
         out.extend([r for r in recs if r.line > last and r.message.strip()][:4])
-    seen: set[int] = set()
-    return [r for r in sorted(out, key=lambda r: r.line) if not (r.line in seen or seen.add(r.line))]
+    first: dict[int, Record] = {}  # a line that is both a frame and an exception line is kept once
+    for r in sorted(out, key=lambda r: r.line):
+        first.setdefault(r.line, r)
+    return list(first.values())
 
 
 # --- analyzers: the same functions at training (given to scikit-learn) and at prediction ---
