@@ -5,12 +5,18 @@ So a multi-literal search (hyperscan, else Aho-Corasick, else bytes.find) runs o
 blocks for every literal that any rule, phase marker, fact or framing trigger needs; only
 the lines holding one are fed to the pipeline, plus every line while a multi-line event
 (a traceback) is open. The result is the same as feeding every line (a test checks it).
+
+On a log of more than two blocks, reading and searching run in a thread a few blocks ahead of
+the pipeline: Aho-Corasick and file reads release the GIL, so on two cores the search costs
+the pipeline nothing; the queue between them is bounded, so memory stays flat.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
 from logsense.errors import SourceError
@@ -19,6 +25,8 @@ from logsense.pipeline import Pipeline
 from logsense.sources.recorded import MAX_LINE_BYTES, read_lines
 
 BLOCK = 4 << 20
+AHEAD = 2  # blocks searched ahead of the pipeline: memory is a few blocks whatever the input's size
+Pick = Callable[[bytes, int], Iterable[int]]  # (block of whole lines, lines before it) -> line starts to feed
 BACKENDS = ("hyperscan", "aho-corasick", "find")
 # What `normalize.clean` removes from inside a line (escapes, controls, C1, bidi and zero-width characters,
 # rsyslog's "#033["): a literal split by one is whole only after cleaning, so such lines are always fed.
@@ -49,11 +57,13 @@ class _Find:
 class _AhoCorasick:
     name = "aho-corasick"
 
-    def __init__(self, cs: list[bytes], ci: list[bytes]) -> None:
+    def __init__(self, cs: list[bytes], ci: list[bytes], big: bool = False) -> None:
         import ahocorasick_rs
 
-        self._cs = ahocorasick_rs.BytesAhoCorasick(cs) if cs else None
-        self._ci = ahocorasick_rs.BytesAhoCorasick(ci) if ci else None
+        # a DFA searches twice as fast but takes ~30 ms to build: worth it only on a big input
+        impl = ahocorasick_rs.Implementation.DFA if big else None
+        self._cs = ahocorasick_rs.BytesAhoCorasick(cs, implementation=impl) if cs else None
+        self._ci = ahocorasick_rs.BytesAhoCorasick(ci, implementation=impl) if ci else None
 
     def offsets(self, data: bytes) -> Iterable[int]:
         if self._cs is not None:
@@ -89,7 +99,10 @@ SMALL = 1 << 20  # input up to this size: a backend that builds in milliseconds 
 
 
 def _backend(cs: list[bytes], ci: list[bytes], size: int | None = None):
-    """The fastest backend there is, or LOGSENSE_SCAN_BACKEND; for a first block of `size` < SMALL, a quick-to-build one."""
+    """The fastest backend there is, or LOGSENSE_SCAN_BACKEND; for an input of `size` < SMALL, a quick-to-build one.
+
+    `size` None: an input of several blocks, where the search speed is all that counts.
+    """
     wanted = os.environ.get("LOGSENSE_SCAN_BACKEND", "")
     order = [wanted] if wanted else ["hyperscan", "aho-corasick", "find"]
     if not wanted and size is not None and size < SMALL:
@@ -99,7 +112,7 @@ def _backend(cs: list[bytes], ci: list[bytes], size: int | None = None):
             if name == "hyperscan":
                 return _Hyperscan(cs, ci)
             if name == "aho-corasick":
-                return _AhoCorasick(cs, ci)
+                return _AhoCorasick(cs, ci, big=size is None)
             if name == "find":
                 return _Find(cs, ci)
         except ImportError:
@@ -107,19 +120,6 @@ def _backend(cs: list[bytes], ci: list[bytes], size: int | None = None):
     if wanted and wanted not in BACKENDS:
         raise SourceError(f"LOGSENSE_SCAN_BACKEND={wanted!r}: choose from {', '.join(BACKENDS)}")
     return _Find(cs, ci)
-
-
-class _FirstBlock:
-    """Builds the backend when the first block shows the input's size (a small log ends in its first block)."""
-
-    def __init__(self, cs: list[bytes], ci: list[bytes]) -> None:
-        self.cs, self.ci = cs, ci
-        self.backend = None
-
-    def offsets(self, data: bytes) -> Iterable[int]:
-        if self.backend is None:
-            self.backend = _backend(self.cs, self.ci, len(data))
-        return self.backend.offsets(data)
 
 
 def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
@@ -135,10 +135,14 @@ def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
     return sorted(cs), sorted(ci)
 
 
-def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0) -> None:
+def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick | None = None,
+                parallel: bool | None = None) -> None:
     """Feed a recorded log to the pipeline, skipping lines that no stage could use.
 
     `tail`: the last lines of the log are fed whatever they hold (a reader of "how it ended").
+    `pick(block, lines_before)`: the offsets of more lines of a block of whole lines to feed.
+    `parallel`: search in a thread ahead of the pipeline (None: when there are two cores and
+    the log is more than two blocks long; a small log pays nothing for it).
     """
     lits = scan_literals(p)
     try:
@@ -150,10 +154,45 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0) -> None:
         for line_no, text in read_lines(fp, name):
             p.feed_line(line_no, text)
         return
-    scanner = _FirstBlock([x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]])
-    ln = 0
+    cs, ci = [x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]]
+    bodies = _bodies(fp, name)
+    first = [b for b in (next(bodies, None), next(bodies, None)) if b is not None]
+    ahead: _Ahead | None = None
+    if len(first) < 2:  # the whole log is in one block
+        scanner = _backend(cs, ci, sum(map(len, first)))
+        scanned: Iterable[tuple[bytes, list[int]]] = ((b, _starts(b, scanner)) for b in first)
+    elif parallel is False or (parallel is None and _cores() < 2):
+        scanner = _backend(cs, ci)
+        scanned = ((b, _starts(b, scanner)) for b in _chain(first, bodies))
+    else:
+        ahead = _Ahead(_chain(first, bodies), lambda: _backend(cs, ci))
+        scanned = ahead
+    try:
+        _feed_all(scanned, p, tail, pick)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _chain(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield from first
+    yield from rest
+
+
+def _bodies(fp: BinaryIO, name: str) -> Iterator[bytes]:
+    """The input in blocks of whole lines (each ends in a newline); an overlong line cut to MAX_LINE_BYTES.
+
+    A block is given out once the next read shows whether it is the last, so that the last
+    one holds a whole block's lines (the `tail` lines are taken from it).
+    """
     held = b""
-    last = [b"", 0, True]  # the last line read, its number, and whether it was fed
     carry = b""
     dropping = False  # inside an overlong line: its rest is skipped up to the next newline
     while True:
@@ -171,9 +210,9 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0) -> None:
                 continue
             block = block[nl + 1 :]
             if held:
-                ln = _feed_block(held, ln, p, scanner, last)
+                yield held
                 held = b""
-            ln = _feed_block(carry + b"\n", ln, p, scanner, last)
+            yield carry + b"\n"
             carry, dropping = b"", False
         data = carry + block if carry else block
         cut = data.rfind(b"\n")
@@ -181,34 +220,103 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0) -> None:
             carry = data
         else:
             if held:
-                ln = _feed_block(held, ln, p, scanner, last)
-            held = data[: cut + 1]  # fed once the next block shows whether it is the last
+                yield held
+            held = data[: cut + 1]
             carry = data[cut + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, dropping = carry[:MAX_LINE_BYTES], True
     if carry:
         held += carry + b"\n"
     if held:
-        ln = _feed_block(held, ln, p, scanner, last, tail)
+        yield held
+
+
+def _starts(body: bytes, scanner) -> list[int]:
+    """Where the lines of `body` that hold a literal start, in order."""
+    return sorted({body.rfind(b"\n", 0, off) + 1 for off in scanner.offsets(body)})
+
+
+_END = object()
+
+
+class _Ahead:
+    """Reads and searches blocks in a thread, up to AHEAD blocks ahead of the one being fed."""
+
+    def __init__(self, bodies: Iterator[bytes], make_scanner: Callable[[], object]) -> None:
+        self._queue: queue.Queue = queue.Queue(maxsize=AHEAD)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(bodies, make_scanner), name="logsense-scan",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, bodies: Iterator[bytes], make_scanner: Callable[[], object]) -> None:
+        try:
+            scanner = make_scanner()
+            for body in bodies:
+                if not self._put((body, _starts(body, scanner))):
+                    return
+            self._put(_END)
+        except BaseException as e:  # noqa: BLE001 - raised again in the reading thread
+            self._put(e)
+
+    def _put(self, item: object) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator[tuple[bytes, list[int]]]:
+        while True:
+            item = self._queue.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        """Stop the thread (it has ended unless feeding stopped early; then it may be blocked reading a pipe)."""
+        self._stop.set()
+        self._thread.join(timeout=0.5)
+
+
+def _feed_all(scanned: Iterable[tuple[bytes, list[int]]], p: Pipeline, tail: int, pick: Pick | None) -> None:
+    """Feed the candidate lines of every block; the `tail` last lines and the very last line always."""
+    ln = 0
+    last = [b"", 0, True]  # the last line read, its number, and whether it was fed
+    it = iter(scanned)
+    item = next(it, None)
+    while item is not None:
+        following = next(it, None)  # the last block is known only when the next one is looked for
+        body, starts = item
+        ln = _feed_block(body, starts, ln, p, last, tail if following is None else 0, pick)
+        item = following
     if not last[2]:
         # the log's last line dates its end (the last phase's duration), wanted or not
         p.feed_line(last[1], last[0].decode("utf-8", "replace"))
     p.lines = max(p.lines, ln)
 
 
-def _feed_block(body: bytes, ln: int, p: Pipeline, scanner, last: list, tail: int = 0) -> int:
-    """Feed the candidate lines of `body` (whole lines); returns the line count after it."""
+def _feed_block(body: bytes, starts: list[int], ln: int, p: Pipeline, last: list, tail: int = 0,
+                pick: Pick | None = None) -> int:
+    """Feed the lines of `body` (whole lines) that start at `starts`; returns the line count after it."""
     if len(body) > 1:
         start = body.rfind(b"\n", 0, len(body) - 1) + 1
         last[0], last[1], last[2] = body[start : len(body) - 1][:MAX_LINE_BYTES], ln + body.count(b"\n"), False
-    found = {body.rfind(b"\n", 0, off) + 1 for off in scanner.offsets(body)}
-    pos = len(body) - 1
-    for _ in range(tail):
-        pos = body.rfind(b"\n", 0, pos)
-        found.add(pos + 1)
-        if pos < 0:
-            break
-    starts = sorted(found)
+    if tail or pick is not None:
+        found = set(starts)
+        if pick is not None:
+            found.update(pick(body, ln))
+        pos = len(body) - 1
+        for _ in range(tail):
+            pos = body.rfind(b"\n", 0, pos)
+            found.add(pos + 1)
+            if pos < 0:
+                break
+        starts = sorted(found)
     framer = p.framer
     i, n, pos, end = 0, len(starts), 0, len(body)
     while pos < end:

@@ -1,27 +1,53 @@
-"""The block scanner gives exactly what feeding every line gives, with every search backend."""
+"""The block scanner gives exactly what feeding every line gives: serial or searching ahead in a thread,
+with every search backend, from a file or a pipe."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import threading
 
 import pytest
 
+import logsense.scan as scan_module
 from conftest import CORPORA
+from logsense.analysis import analysis_pipeline
+from logsense.errors import SourceError
 from logsense.pipeline import Pipeline
 from logsense.scan import BACKENDS, _backend, feed_stream
 from logsense.sources.recorded import read_lines
 
+SMALL_BLOCK = 4096  # so that a corpus log spans many blocks and the threaded path runs on it
 
-def _report(rules, data: bytes, scan: bool) -> dict:
+
+def _report(rules, data: bytes, scan: bool, parallel: bool | None = None) -> dict:
     p = Pipeline(rules)
     fp = io.BufferedReader(io.BytesIO(data))
     if scan:
-        feed_stream(fp, p, "x")
+        feed_stream(fp, p, "x", parallel=parallel)
     else:
         for n, text in read_lines(fp, "x"):
             p.feed_line(n, text)
     return p.finish("x").to_json()
+
+
+def _analyze(rules, fp, parallel: bool | None) -> dict:
+    """What `logsense analyze` reports (classifier included); `parallel` None: every line fed."""
+    p = analysis_pipeline(rules)
+    if parallel is None:
+        for n, text in read_lines(fp, "x"):
+            p.feed_line(n, text)
+    else:
+        feed_stream(fp, p, "x", tail=p.reading.tail, parallel=parallel)
+    return p.finish("x").to_json()
+
+
+def _installed(backend: str) -> bool:
+    try:
+        return _backend([b"x"], [], None).name == backend
+    except ImportError:
+        return False
 
 
 def _logs():
@@ -30,11 +56,74 @@ def _logs():
 
 
 @pytest.mark.parametrize("path", _logs())
-def test_scan_equals_full_feed(rules, path):
+def test_scan_equals_full_feed(rules, monkeypatch, path):
+    """Serial, and in a thread over small blocks (the search backend taking turns by log)."""
     if path is None:
         pytest.skip("no corpus yet")
     data = path.read_bytes()
-    assert _report(rules, data, True) == _report(rules, data, False)
+    every = _analyze(rules, io.BufferedReader(io.BytesIO(data)), None)
+    assert _analyze(rules, io.BufferedReader(io.BytesIO(data)), False) == every
+    backend = BACKENDS[sum(data[:4096]) % len(BACKENDS)]
+    monkeypatch.setenv("LOGSENSE_SCAN_BACKEND", backend)
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+    assert _analyze(rules, io.BufferedReader(io.BytesIO(data)), True) == every
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_on_every_log(rules, monkeypatch, backend):
+    monkeypatch.setenv("LOGSENSE_SCAN_BACKEND", backend)
+    if not _installed(backend):
+        pytest.skip(f"{backend} is not installed")
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+    for path in sorted(CORPORA.rglob("*.log")):
+        data = path.read_bytes()
+        every = _analyze(rules, io.BufferedReader(io.BytesIO(data)), None)
+        for parallel in (False, True):
+            assert _analyze(rules, io.BufferedReader(io.BytesIO(data)), parallel) == every, (path, parallel)
+
+
+def test_threaded_scan_reads_a_pipe(rules, monkeypatch):
+    """A pipe gives short reads and no size: the thread reads it as it comes."""
+    data = b"".join(p.read_bytes() for p in sorted(CORPORA.rglob("*.log"))[:40])
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+    r, w = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(w, "wb") as out:
+            for i in range(0, len(data), 1000):
+                out.write(data[i : i + 1000])
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    with os.fdopen(r, "rb") as fp:
+        piped = _analyze(rules, fp, True)
+    writer.join()
+    assert piped == _analyze(rules, io.BufferedReader(io.BytesIO(data)), None)
+
+
+def test_a_read_error_in_the_thread_is_raised_in_the_caller(rules, monkeypatch):
+    import gzip
+
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+    text = b"".join(b"[2026-01-01 00:00:00] line %d\n" % i for i in range(20000))
+    broken = gzip.compress(text)[:-5000]
+    with pytest.raises(SourceError, match="truncated or corrupt"):
+        _analyze(rules, gzip.GzipFile(fileobj=io.BytesIO(broken)), True)
+
+
+def test_a_failing_pipeline_stops_the_thread(rules, monkeypatch):
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+    p = Pipeline(rules)
+
+    def boom(*_a):
+        raise RuntimeError("boom")
+
+    p.feed_line = boom
+    data = b"Traceback (most recent call last):\n" * 50000
+    with pytest.raises(RuntimeError, match="boom"):
+        feed_stream(io.BufferedReader(io.BytesIO(data)), p, "x", parallel=True)
+    assert not any(t.name == "logsense-scan" and t.is_alive() for t in threading.enumerate())
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
