@@ -15,7 +15,7 @@ import os
 from rich.console import Console
 from rich.text import Text
 
-from logsense.model import Diagnosis, Phase, Report
+from logsense.model import Diagnosis, Phase, Report, Status
 from logsense.normalize import clean
 from logsense.report import text as report_text
 from logsense.report.text import duration
@@ -71,7 +71,7 @@ class LiveView:
     def notice(self, text: str) -> None:
         self._print(Text(clean(text), style="dim"))
 
-    def phase(self, name: str, since_start: float | None, line: int | None, at: str | None) -> None:
+    def phase(self, name: str, since_start: float | None, line: int | None, at: str | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
         if name == "serving":
             return  # the ready line that follows says it, with the timeline
         t = Text(f"{duration(since_start) if since_start is not None else '':>9}  ", style="dim")
@@ -84,13 +84,13 @@ class LiveView:
     def progress(self, phase: str | None, done: int, total: int) -> None:
         pass  # shown in the status line; printed lines would drown the rest
 
-    def diagnosis(self, d: Diagnosis, line: int | None) -> None:
+    def diagnosis(self, d: Diagnosis, line: int | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
         """A root cause that leads what is known of this startup: in full."""
         self._clear()
         report_text.render_diagnosis(self.console, d, principal=True)
         self.console.file.flush()
 
-    def symptom(self, d: Diagnosis, line: int | None) -> None:
+    def symptom(self, d: Diagnosis, line: int | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
         """A symptom, or a root cause weaker than the one shown: one line; the verdict comes at the end."""
         self._clear()
         what = "symptom" if not d.root else f"also: [{d.cause}] sure {report_text.sureness(d.confidence)}"
@@ -100,12 +100,12 @@ class LiveView:
     def ready(self, phases: tuple[Phase, ...], total: float | None) -> None:
         self._print(timeline(phases, total))
 
-    def unit_event(self, kind: str, text: str, at: str | None) -> None:
+    def unit_event(self, kind: str, text: str, at: str | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
         t = Text("■ unit stopped: " if kind == "stop" else "↻ unit started: ", style="bold yellow")
         t.append(clean(text))
         self._print(t)
 
-    def startup(self, why: str, text: str, at: str | None, index: int) -> None:
+    def startup(self, why: str, text: str, at: str | None, index: int) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
         """A new startup: a separator, and its timeline begins again."""
         rule = "─" * 8
         t = Text(f"{rule} startup {index + 1}", style="bold")
@@ -123,7 +123,7 @@ class LiveView:
                 t.append(f" for {duration(in_phase)}", style="yellow")
         self._print(t)
 
-    def end(self, reason: str, code: int, report: Report | None) -> None:
+    def end(self, reason: str, code: int, report: Report | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
         self._clear()  # the verdict was said when the startup was concluded
 
     def verdict(self, report: Report, outcome: str, seconds: float | None) -> None:
@@ -140,7 +140,7 @@ class LiveView:
         elif outcome == "not-answering":
             head.append("✗ the log says ready, but the server does not answer its endpoint", style="bold red")
         elif outcome == "stopped":
-            what = "after the server was ready" if report.status.value == "ready" else "before the server was ready"
+            what = "after the server was ready" if report.status is Status.READY else "before the server was ready"
             head.append(f"■ the unit stopped {what}{took}", style="bold yellow")
         elif outcome == "ready":
             head.append(f"✓ ready{took}", style="bold green")

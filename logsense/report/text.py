@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from logsense.model import UNKNOWN, Diagnosis, Report, RuleProblem
+from logsense.model import UNKNOWN, Diagnosis, Origin, Report, RuleProblem, Status
 from logsense.normalize import clean
 
 
@@ -85,7 +85,7 @@ def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
         meta.append(f"phase {d.phase}", style="cyan")
     if d.root:
         meta.append(f"   sure: {sureness(d.confidence)} ({d.confidence:.2f})", style="dim")
-        if d.origin.value == "classifier":
+        if d.origin is Origin.CLASSIFIER:
             meta.append("  from the learned classifier", style="dim")
     if d.ranks:
         meta.append(f"   ranks: {_ranks(d.ranks)}", style="dim")
@@ -128,7 +128,7 @@ def render(report: Report, console: Console, problems: list[RuleProblem] | None 
     roots = [d for d in report.diagnoses if d.root]
     symptoms = [d for d in report.diagnoses if not d.root]
     if not roots:
-        if report.status.value == "ready":
+        if report.status is Status.READY:
             console.print(Text("✓ the server became ready and nothing fatal followed", style="green"))
         else:
             console.print(Text("… the log ends before the server is ready, with nothing fatal in it: the startup "
