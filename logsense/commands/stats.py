@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import TYPE_CHECKING
 
 from logsense.errors import ExitCode, UsageError
 from logsense.report.console import PIPED_WIDTH, SafeConsole, console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -72,6 +76,7 @@ def _table(df, output: str | None) -> None:
 
     rows = df.to_dict("records")
     with contextlib.ExitStack() as stack:
+        con: Console
         if output:
             fh = stack.enter_context(open(output, "w", encoding="utf-8"))
             con = SafeConsole(file=fh, width=PIPED_WIDTH, no_color=True, markup=False, emoji=False, highlight=False)

@@ -27,10 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-COLUMNS = [
-    "source", "host", "status", "cause", "origin", "rule", "confidence", "phase", "time_to_failure",
-    "time_to_ready", "fix", "nearest", "lines", "sglang_version", "gpu_name", "model_arch", "error",
-]
+# Each column of a row and its type, in order: the pandas frame and the Spark schema both follow it.
+COLUMN_TYPES = {
+    "source": "string", "host": "string", "status": "string", "cause": "string", "origin": "string",
+    "rule": "string", "confidence": "double", "phase": "string", "time_to_failure": "double",
+    "time_to_ready": "double", "fix": "string", "nearest": "string", "lines": "bigint", "server": "string",
+    "server_version": "string", "gpu_name": "string", "model_arch": "string", "error": "string",
+}
+COLUMNS = list(COLUMN_TYPES)
+# Spark cannot infer a type for a column that is None in every row it samples: `.toDF(SPARK_SCHEMA)`
+SPARK_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in COLUMN_TYPES.items())
 LOG_PATTERNS = ("*.log", "*.log.gz", "*.txt", "*.txt.gz", "*.out", "*.journal.txt", "*.jsonl")
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
 
@@ -143,14 +149,15 @@ def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, clas
         "cause": root.cause if root else ("healthy" if tl.ready else None),
         "origin": root.origin.value if root else None,
         "rule": root.rule if root else None,
-        "confidence": root.confidence if root else None,
+        "confidence": float(root.confidence) if root else None,
         "phase": report.phase,
         "time_to_failure": _elapsed(first_time, fail_time) if root else None,
         "time_to_ready": _elapsed(first_time, ready_time) if ready_time and not root else None,
         "fix": root.fixes[0].value if root and root.fixes else None,
         "nearest": root.nearest if root else None,
         "lines": report.lines,
-        "sglang_version": f.get("sglang_version"),
+        "server": f.get("server"),
+        "server_version": f.get("server_version"),
         "gpu_name": f.get("gpu_name"),
         "model_arch": f.get("model_arch"),
         "error": None,
@@ -183,7 +190,7 @@ def _time_at(recent: deque[tuple[int, str]], line: int | None) -> str | None:
 def _read(fp: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
     from logsense.sources.recorded import as_text_bytes, read_lines
 
-    buffered = fp if isinstance(fp, io.BufferedReader) else io.BufferedReader(fp)  # type: ignore[arg-type]
+    buffered = fp if isinstance(fp, io.BufferedReader) else io.BufferedReader(fp)  # type: ignore[type-var]
     return read_lines(as_text_bytes(buffered, name), name)
 
 
@@ -328,7 +335,9 @@ def frame(paths: Iterable[str] | str, jobs: int = 0):
     if isinstance(paths, (str, Path)):
         paths = [str(paths)]
     df = pd.DataFrame(collect([str(p) for p in paths], jobs), columns=COLUMNS)
-    for col in ("confidence", "time_to_failure", "time_to_ready"):
-        df[col] = pd.to_numeric(df[col], errors="coerce")
-    df["lines"] = pd.to_numeric(df["lines"], errors="coerce").astype("Int64")
+    for col, kind in COLUMN_TYPES.items():
+        if kind == "double":
+            df[col] = pd.to_numeric(df[col], errors="coerce")
+        elif kind == "bigint":
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype("Int64")
     return df
