@@ -14,7 +14,7 @@ from functools import lru_cache
 from logsense.model import Report, Role, RuleProblem
 from logsense.pipeline import Fallback, Pipeline
 from logsense.rules import RuleSet
-from logsense.scan import feed_stream
+from logsense.scan import Pick, feed_stream
 from logsense.sources.recorded import open_recorded, read_lines
 
 
@@ -42,7 +42,7 @@ def _fallback(classifier: bool, baseline: str | None, required: bool, _model: st
 
         fb = default_classifier(required=required)
     if baseline:
-        from logsense.diff import Baseline
+        from logsense.novelty import Baseline
 
         fb = Baseline.from_dir(baseline).fallback(fb)
     return fb
@@ -56,8 +56,11 @@ def analysis_pipeline(rules: RuleSet, *, classifier: bool = True, baseline: str 
     return Pipeline(rules, fallback_for(classifier=classifier, baseline=baseline, required=no_rules))
 
 
-def read_into(p: Pipeline, path: str) -> tuple[Report, list[RuleProblem]]:
-    """Feed one recorded log ('-' is stdin) through `p`; the report and any rule problems."""
+def read_into(p: Pipeline, path: str, pick: Pick | None = None) -> tuple[Report, list[RuleProblem]]:
+    """Feed one recorded log ('-' is stdin) through `p`; the report and any rule problems.
+
+    `pick`: more lines the block scanner is to feed (see `feed_stream`).
+    """
     fp, name = open_recorded(path)
     try:
         # The block scanner feeds only the lines some stage can use (the fallback names what it
@@ -66,7 +69,7 @@ def read_into(p: Pipeline, path: str) -> tuple[Report, list[RuleProblem]]:
             for line_no, text in read_lines(fp, name):
                 p.feed_line(line_no, text)
         else:
-            feed_stream(fp, p, name, tail=p.reading.tail)
+            feed_stream(fp, p, name, tail=p.reading.tail, pick=pick)
         return p.finish(name), p.matcher.problems
     finally:
         if fp is not sys.stdin.buffer:

@@ -183,3 +183,30 @@ def frame_lines(event: Event) -> list[Record]:
 def error_lines(event: Event) -> list[Record]:
     """What a failed event says in the end: its exception lines, or its first line."""
     return exception_lines(event) or [event.records[0]]
+
+
+# Line by line, for readers that classify records as they stream (diff) rather than framed events.
+_FRAME_AT = re.compile(r'\s*File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)')
+_CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
+_CHAIN_HANDLING = "During handling of the above exception, another exception occurred"
+
+
+def is_traceback_head(msg: str) -> bool:
+    """The line that opens a traceback ('Traceback (most recent call last):', maybe after a message)."""
+    return _TRACEBACK[:-1] in msg
+
+
+def frame_location(msg: str) -> tuple[str, str] | None:
+    """(file path, function) of a traceback frame line ('  File "x.py", line 3, in f'), indented or not."""
+    m = _FRAME_AT.match(msg)
+    return (m["path"], m["func"]) if m else None
+
+
+def chain_link(msg: str) -> str | None:
+    """'cause' or 'handling' for the line that links two tracebacks of a chain, else None."""
+    s = msg.lstrip()
+    if s.startswith(_CHAIN_CAUSE):
+        return "cause"
+    if s.startswith(_CHAIN_HANDLING):
+        return "handling"
+    return None

@@ -38,6 +38,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 WILDCARD = "<*>"
 MAX_MASKED = 2048  # characters of a message that are masked and mined
@@ -287,14 +288,14 @@ class TemplateMiner:
 
     def _leaf_for_add(self, toks: tuple[str, ...]) -> tuple[list[Cluster], tuple]:
         n = len(toks)
-        node = self._root.get(n)
+        node: Any = self._root.get(n)  # inner nodes are dicts, the last level's values leaves (lists)
         if node is None:
             node = self._root[n] = {}
         path: list = [n]
         depth = min(self.prefix, n)
         for i in range(depth):
             key = _route(toks[i])
-            child = node.get(key)
+            child: Any = node.get(key)
             if child is None and key != WILDCARD:
                 have = len(node)
                 if WILDCARD in node:
@@ -312,7 +313,7 @@ class TemplateMiner:
                 leaf = node[""] = []
             path.append("")
             return leaf, tuple(path)
-        return node, tuple(path)  # type: ignore[return-value]
+        return node, tuple(path)
 
     def _drop(self, c: Cluster, prune: bool = True) -> None:
         del self._clusters[c.id]

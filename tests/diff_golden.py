@@ -2,17 +2,23 @@
 
     python tests/diff_golden.py --write     # regenerate after a change of the report made on purpose
 
+The reports are written from every line (`LOGSENSE_SCAN=off`), the reference the
+scanner-fed diff must equal. They were first written by the diff that fed every line
+through the pipeline and the miner, before it read through the block scanner.
+
 Two sets. `PAIRS`: the pairs the diff tests run (built from `test_diff.startup`), the vLLM
 pair and the bundled corpus pair; their whole JSON report is kept. `corpus_pairs()`: every
 corpus log against a healthy SGLang and a healthy vLLM startup, and as the good side
 against the SGLang one; a digest of each report is kept. Reports are canonical: the sources
-are named relative to the repo (or by their test name), keys sorted.
+are named relative to the repo (or by their test name), each run's root diagnosis by its
+cause alone (the diagnosis is analyze's, tested there), keys sorted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -72,6 +78,8 @@ def canonical(report: dict, good: Path, bad: Path) -> dict:
     for side, path in (("good", good), ("bad", bad)):
         p = Path(path).resolve()
         out[side]["source"] = p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else p.name
+        root = out[side]["root"]
+        out[side]["root"] = root and root["cause"]  # the diagnosis itself is analyze's (its own tests)
     return out
 
 
@@ -80,15 +88,16 @@ def digest(report: dict) -> str:
 
 
 def diff_json(good: Path, bad: Path, rules) -> dict:
-    from logsense.diff import compare
+    from logsense.diff import diff_logs
 
-    return canonical(compare(str(good), str(bad), rules).to_json(), good, bad)
+    return canonical(diff_logs(str(good), str(bad), rules).to_json(), good, bad)
 
 
 def write() -> None:
     from logsense import load_rules
 
     rules = load_rules()
+    os.environ["LOGSENSE_SCAN"] = "off"
     GOLDEN.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name, (good, bad) in made_pairs(Path(tmp)).items():

@@ -19,8 +19,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from logsense.commands.common import rules_from_options
-from logsense.diff import Kinds, compare, first_error
+from logsense.diff import diff_logs, first_error
 from logsense.model import Record
+from logsense.run_templates import Kinds
 
 SITE = "/usr/local/lib/python3.12/dist-packages"
 ARGS = dict(
@@ -189,7 +190,7 @@ def pair(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def result(pair, rules):
-    return compare(str(pair[0]), str(pair[1]), rules)
+    return diff_logs(str(pair[0]), str(pair[1]), rules)
 
 
 def test_parts_ways_in_the_warmup(result):
@@ -239,7 +240,7 @@ def test_verdicts_phases_and_exit(result):
 
 
 def test_same_log_twice_does_not_matter(pair, rules):
-    r = compare(str(pair[0]), str(pair[0]), rules)
+    r = diff_logs(str(pair[0]), str(pair[0]), rules)
     assert not r.bad_only and not r.good_only and r.divergence is None and not r.matters
 
 
@@ -250,7 +251,7 @@ def test_facts_diff(tmp_path, rules):
     bad.write_text(startup(sglang="0.5.10", torch="2.10.0", cuda="13.0", driver="590.44.01", gpu="NVIDIA B300",
                            args={"mm_attention_backend": "'fa4'", "mem_fraction_static": "0.88"}, seed=7),
                    encoding="utf-8")
-    r = compare(str(good), str(bad), rules)
+    r = diff_logs(str(good), str(bad), rules)
     facts = {f.name: (f.good, f.bad) for f in r.facts}
     assert facts["sglang_version"] == ("0.5.9", "0.5.10")
     assert facts["torch_version"] == ("2.9.1", "2.10.0")
@@ -271,10 +272,10 @@ def test_inputs_stdin_gzip_and_a_pipe(pair, rules, monkeypatch):
     good, bad = pair
     gz = bad.with_suffix(".log.gz")
     gz.write_bytes(gzip.compress(bad.read_bytes()))
-    r1 = compare(str(good), str(gz), rules)
+    r1 = diff_logs(str(good), str(gz), rules)
     # stdin
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(good.read_bytes())))
-    r2 = compare("-", str(bad), rules)
+    r2 = diff_logs("-", str(bad), rules)
     # process substitution: /dev/fd/N, read once, no seek
     rfd, wfd = os.pipe()
     data = bad.read_bytes()
@@ -286,7 +287,7 @@ def test_inputs_stdin_gzip_and_a_pipe(pair, rules, monkeypatch):
     t = threading.Thread(target=writer)
     t.start()
     try:
-        r3 = compare(str(good), f"/dev/fd/{rfd}", rules)
+        r3 = diff_logs(str(good), f"/dev/fd/{rfd}", rules)
     finally:
         t.join()
     for r in (r1, r2, r3):
@@ -363,10 +364,10 @@ def test_kinds_and_chains():
 
 
 def test_first_error_follows_the_chain():
-    from logsense.diff import Line
+    from logsense.run_templates import TemplateLine
 
     def line(n, text, chain):
-        return Line(n, text, "warmup", "exception", text, text, chain)
+        return TemplateLine(n, text, "warmup", "exception", text, text, chain)
 
     cause, top, other = line(1, "OSError: x", 1), line(5, "ImportError: y", 1), line(9, "ValueError: z", 2)
     assert first_error([cause, top, other]) == (top, [cause])
@@ -387,14 +388,14 @@ def baselines(tmp_path_factory):
 
 
 def test_baseline_files(baselines):
-    from logsense.diff import baseline_files
+    from logsense.novelty import baseline_files
 
     assert [p.name for p in baseline_files(str(baselines))] == ["a.log", "b.log.gz"]
 
 
 def test_baseline_novel_lines_when_no_rule_knows(pair, baselines):
     from logsense.analysis import read_into
-    from logsense.diff import Baseline
+    from logsense.novelty import Baseline
     from logsense.pipeline import Pipeline
 
     no_rules = rules_from_options(None, None, no_rules=True)
@@ -414,7 +415,7 @@ def test_baseline_novel_lines_when_no_rule_knows(pair, baselines):
 
 def test_baseline_leaves_known_causes_and_healthy_logs_alone(pair, baselines, rules):
     from logsense.analysis import read_into
-    from logsense.diff import Baseline
+    from logsense.novelty import Baseline
     from logsense.pipeline import Pipeline
 
     hook = Baseline.from_dir(str(baselines)).fallback(None)
@@ -427,7 +428,7 @@ def test_baseline_leaves_known_causes_and_healthy_logs_alone(pair, baselines, ru
 
 def test_baseline_note_on_an_incomplete_log(tmp_path, baselines, rules):
     from logsense.analysis import read_into
-    from logsense.diff import Baseline
+    from logsense.novelty import Baseline
     from logsense.pipeline import Pipeline
 
     text = startup().split("Load weight end.")[0].rsplit("\n", 1)[0] + "\n"
@@ -442,8 +443,8 @@ def test_baseline_note_on_an_incomplete_log(tmp_path, baselines, rules):
 
 
 def test_baseline_dir_missing():
-    from logsense.diff import Baseline
     from logsense.errors import SourceError
+    from logsense.novelty import Baseline
 
     with pytest.raises(SourceError):
         Baseline.from_dir("/nonexistent/healthy").fallback(None)
@@ -456,7 +457,7 @@ def test_corpus_pair_when_present(rules):
     bad = CORPORA / "mission" / "flash-attn-cute-warmup.log"
     if not (good.is_file() and bad.is_file()):
         pytest.skip("the bundled corpus pair is not here")
-    r = compare(str(good), str(bad), rules)
+    r = diff_logs(str(good), str(bad), rules)
     assert r.divergence.phase == "warmup"
     assert r.first_error.text.startswith("ImportError: Vendored FlashAttention CUTE is not available")
     assert any("vision.py:forward" in p for p in r.code_paths)

@@ -13,7 +13,7 @@ import json
 import pytest
 from diff_golden import GOLDEN, canonical, corpus_pairs, diff_json, digest, made_pairs
 
-from logsense.diff import compare
+from logsense.diff import diff_logs
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_same_report_as_before_on_the_corpus(rules):
 @pytest.mark.parametrize("name", ["tp8-warmup", "tp8-facts", "corpus-fa4-warmup"])
 def test_scanner_and_every_line_agree(name, made, rules, monkeypatch):
     good, bad = made[name]
-    fast = canonical(compare(str(good), str(bad), rules).to_json(), good, bad)
+    fast = canonical(diff_logs(str(good), str(bad), rules).to_json(), good, bad)
     monkeypatch.setenv("LOGSENSE_SCAN", "off")
-    full = canonical(compare(str(good), str(bad), rules).to_json(), good, bad)
+    full = canonical(diff_logs(str(good), str(bad), rules).to_json(), good, bad)
     assert fast == full

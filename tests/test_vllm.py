@@ -161,10 +161,10 @@ def test_no_fix_names_a_flag_of_the_other_server_only(rules, server, other):
 
 
 def test_stats_and_diff_on_vllm_logs(rules):
-    from logsense.diff import compare
+    from logsense.diff import diff_logs
     from logsense.learn.batch import row_from_path
 
-    result = compare(str(HEALTHY), str(KV_SMALL), rules)
+    result = diff_logs(str(HEALTHY), str(KV_SMALL), rules)
     assert result.matters and result.first_error is not None
     assert "max seq len" in result.first_error.text
     assert any(f.name == "arg_max_model_len" and f.bad == 131072 for f in result.facts)

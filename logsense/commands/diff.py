@@ -18,10 +18,10 @@ def main(good: str, bad: str, fmt: str = "text", rules: list[str] | None = None,
          only_rules: list[str] | None = None) -> int:
     if good == "-" and bad == "-":
         raise UsageError("only one of the two logs can be '-' (stdin); use a file or <(command) for the other")
-    from logsense.diff import compare
+    from logsense.diff import diff_logs
 
     rs = rules_from_options(rules, only_rules)
-    result = compare(good, bad, rs)
+    result = diff_logs(good, bad, rs)
     if fmt == "json":
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
     else:

@@ -12,10 +12,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from logsense.diff import DiffResult, Line, Run
+from logsense.diff import DiffResult, Run
 from logsense.model import UNKNOWN
 from logsense.normalize import clean
 from logsense.report.text import duration
+from logsense.run_templates import TemplateLine
 
 SHOW_BAD = 25  # bad-only entries shown (the JSON has them all)
 SHOW_GOOD = 8
@@ -64,13 +65,13 @@ def _verdict(label: str, run: Run) -> Text:
     return t
 
 
-def _line(side: str, x: Line, style: str) -> Text:
+def _line(side: str, x: TemplateLine, style: str) -> Text:
     t = Text(f"  {side:<4} {x.line:>7} │ ", style="dim")
     t.append(_short(x.text), style=style)
     return t
 
 
-def _entry(x: Line) -> Text:
+def _entry(x: TemplateLine) -> Text:
     t = Text(f"  {x.line:>7}  ", style="dim")
     t.append(f"{x.phase:<18}", style="cyan")
     t.append(f"{('×' + str(x.count)) if x.count > 1 else '':>5}  ", style="dim")
@@ -79,7 +80,7 @@ def _entry(x: Line) -> Text:
     return t
 
 
-def _path_entry(first: Line, frames: list[str]) -> Text:
+def _path_entry(first: TemplateLine, frames: list[str]) -> Text:
     t = Text(f"  {first.line:>7}  ", style="dim")
     t.append(f"{first.phase:<18}", style="cyan")
     t.append(f"{'':>5}  ", style="dim")
@@ -105,14 +106,15 @@ def _print_entries(console: Console, entries, limit: int, hint: str = "") -> Non
         console.print(Text(f"  … and {rest} more{hint}", style="dim"))
 
 
-def _entries(lines: list[Line], limit: int) -> tuple[list[Text], int]:
+def _entries(lines: list[TemplateLine], limit: int) -> tuple[list[Text], int]:
     """Bad-only lines as screen entries: a run of new traceback frames becomes one code path."""
     out: list[Text] = []
     i, n = 0, len(lines)
     while i < n and len(out) < limit:
         x = lines[i]
         if x.kind in _CODE:
-            j, frames = i, []
+            j = i
+            frames: list[str] = []
             while j < n and lines[j].kind in _CODE:
                 f = lines[j].frame
                 if f and (not frames or frames[-1] != f):

@@ -1,0 +1,352 @@
+"""The line templates of one startup: what kind each line is, and the first line of each template.
+
+`RunTemplates` watches a pipeline's records: it says what each record is (`Kinds`: a frame,
+an exception line, an error, a warning ...), masks it and mines it into templates
+(`logsense.templates`), keeping each template's first line, count and ranks. With a
+reference miner (the good run, the healthy baselines) it also mines, apart, the lines that
+fit no reference template: what is new in this run. `logsense diff` and `analyze --baseline`
+are built on it.
+
+Reading at the block scanner's speed: most lines of a big log are the same few messages
+with other numbers. `pick` (the scanner's hook, `logsense.scan.feed_stream`) keys each line
+of a block by its shape (its bytes with every digit as 0): a line whose shape is known to
+give always the same masked message (no digit survives the masks, one record per line, not
+a continuation, a plain line rather than part of a traceback) is counted on that shape's
+templates without being fed; the other lines are fed. The first line of each shape is always
+fed, so templates, first lines and phases are those of feeding every line. What a skipped
+line would still have changed: the least-recently-used order of the miner's caps, and the
+traceback state of its stream (`Kinds`), which a later plain line of the stream resets.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from logsense.framing import chain_link, frame_location, is_traceback_head
+from logsense.model import Diagnosis, Event, Record
+from logsense.normalize import Normalizer
+from logsense.pipeline import Reading
+from logsense.rules.phases import phase_index
+from logsense.templates import TemplateMiner, mask
+from logsense.timeline import RESTART_PHASE, Timeline
+
+MAX_TEXT = 500  # characters of a line kept as evidence
+ERRORISH = ("exception", "error", "traceback")
+PLAIN = ("line", "error", "warning")  # kinds that neither open nor continue a traceback
+
+# The server_args dump is compared flag by flag in the facts, not as one huge template.
+_SKIP_PREFIXES = ("server_args=", "ServerArgs(", "Namespace(")
+_EXCEPTION = re.compile(
+    r"\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout|Abort)\b:?(?:\s|$)"
+)
+_ERROR = re.compile(
+    r"\b(?:ERROR|CRITICAL|FATAL|[Ee]rror|[Ff]ailed|FAILED|[Ff]ailure|[Ff]atal|[Ee]xception|[Kk]illed|"
+    r"Abort(?:ed)?|[Ss]egmentation fault|core dumped|sigquit|SIGQUIT|is dead|[Tt]imed out)\b"
+)
+_WARNING = re.compile(r"\b(?:WARNING|WARN|[Ww]arning|[Dd]eprecated|[Dd]eprecation)\b|Warning:")
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_DIGIT = re.compile(r"\d")
+
+
+@dataclass
+class TemplateLine:
+    """The first line of a template in one run, and how often the template came back."""
+
+    line: int
+    text: str
+    phase: str
+    kind: str  # exception | error | traceback | warning | frame | source | chain | benign | line
+    template: str
+    masked: str
+    chain: int | None = None  # the traceback chain this line is part of (see Kinds)
+    count: int = 1
+    ranks: set[str] = field(default_factory=set)
+
+    @property
+    def errorish(self) -> bool:
+        return self.kind in ERRORISH
+
+    @property
+    def frame(self) -> str | None:
+        """`vision.py:forward` for a traceback frame, else None."""
+        if self.kind != "frame":
+            return None
+        at = frame_location(self.text)
+        return f"{at[0].rsplit('/', 1)[-1]}:{at[1]}" if at else None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"line": self.line, "phase": self.phase, "kind": self.kind, "count": self.count,
+                               "text": self.text, "template": self.template}
+        if self.ranks:
+            out["ranks"] = sorted(self.ranks, key=_rank_key)
+        return out
+
+
+def _rank_key(r: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", r))
+
+
+class Kinds:
+    """Says what a record is (a frame, an exception line, an error, a warning ...), per stream.
+
+    It also follows Python tracebacks: the tracebacks of one chain ("The above exception was
+    the direct cause of ...") share a `chain` id, so the exception a chain ends with can be
+    told from its causes.
+    """
+
+    def __init__(self) -> None:
+        self._in_frames: dict[str | None, bool] = {}
+        self._chain: dict[str | None, int | None] = {}
+        self._linked: dict[str | None, bool] = {}
+        self._next = 0
+        self.chain: int | None = None  # the chain of the record just classified
+        self.handled: set[int] = set()  # chains linked by "During handling of the above exception"
+
+    def __call__(self, rec: Record) -> str:
+        msg = rec.message
+        pid = rec.pid
+        s = msg.lstrip()
+        self.chain = self._chain.get(pid)
+        if s.startswith('File "') and frame_location(s):
+            self._in_frames[pid] = True
+            return "frame"
+        if self._in_frames.get(pid):
+            if msg[:1] in (" ", "\t") or not s.strip("^~ "):
+                return "source"  # the code line under a frame, or its ^^^^ marker
+            self._in_frames[pid] = False
+        if not s:
+            return "line"
+        if is_traceback_head(msg):
+            if not self._linked.get(pid) or self.chain is None:
+                self._next += 1
+                self.chain = self._chain[pid] = self._next
+            self._linked[pid] = False
+            return "traceback"
+        if self.chain is not None:
+            link = chain_link(s)
+            if link:
+                self._linked[pid] = True
+                if link == "handling":
+                    self.handled.add(self.chain)
+                return "chain"
+            if _EXCEPTION.match(s):
+                return "exception"
+            self.chain = self._chain[pid] = None
+        if _EXCEPTION.match(s):
+            return "exception"
+        if _ERROR.search(msg):
+            return "error"
+        if _WARNING.search(msg):
+            return "warning"
+        return "line"
+
+
+def skipped(msg: str) -> bool:
+    """Lines no template is made of: blank ones and the server_args dump."""
+    s = msg.strip()
+    return not s or s.startswith(_SKIP_PREFIXES)
+
+
+class Templates:
+    """Templates of one stream of records, each with its first line (bounded by the miner's cap)."""
+
+    def __init__(self, **miner_options) -> None:
+        self.miner = TemplateMiner(**miner_options)
+        self.first: dict[int, TemplateLine] = {}
+
+    def add(self, rec: Record, masked: str, phase: str, kind: str, chain: int | None) -> int:
+        """Mine one record; returns the id of the template that took it."""
+        c = self.miner.add_masked(masked)
+        info = self.first.get(c.id)
+        if info is None:
+            info = self.first[c.id] = TemplateLine(rec.line, rec.message.strip()[:MAX_TEXT], phase, kind, "", masked,
+                                                   chain)
+            if len(self.first) > 2 * self.miner.max_clusters:
+                self.first = {k: v for k, v in self.first.items() if self.miner.get(k) is not None}
+        else:
+            info.count += 1
+        if rec.rank:
+            info.ranks.add(rec.rank)
+        return c.id
+
+    def count(self, cid: int, n: int, ranks: set[str]) -> None:
+        """`n` more lines of template `cid` (lines of a known shape, not mined again)."""
+        info = self.first.get(cid)
+        if info is not None and self.miner.get(cid) is not None:
+            info.count += n
+            info.ranks |= ranks
+
+    def items(self) -> list[TemplateLine]:
+        out = []
+        for cid, info in self.first.items():
+            c = self.miner.get(cid)
+            if c is not None:
+                info.template = c.template
+                out.append(info)
+        out.sort(key=lambda x: x.line)
+        return out
+
+
+@dataclass
+class _Shape:
+    """What the lines of one shape give: the same masked message, so the same templates."""
+
+    countable: bool  # its lines may be counted without being fed
+    rank_at: tuple[int, int] | None = None  # where the rank is in the raw line
+    mined: bool = False  # its first line went through the miners (`all_id` / `new_id` are set)
+    all_id: int | None = None
+    new_id: int | None = None
+    extra: int = 0  # lines counted without being mined
+    ranks: set[str] = field(default_factory=set)
+
+
+class RunTemplates:
+    """A pipeline watcher: mines every record of one run; with a reference, keeps what is new to it."""
+
+    def __init__(self, timeline: Timeline, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
+        self.timeline = timeline
+        self.reference = reference
+        self.keep_all = keep_all  # False: only the lines new to the reference are mined (--baseline)
+        self.kinds = Kinds()
+        self.restarts = timeline.restarts
+        self._args = phase_index([s for s in timeline.specs if s.name == RESTART_PHASE])
+        self._block: list[bytes] = []  # the shapes of the block being fed, its first line after `_base`
+        self._counted = bytearray()  # 1 for the lines of the block `pick` counted (fed or not, they count once)
+        self._base = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.all = Templates()
+        self.new = Templates(max_clusters=5_000)
+        self._shapes: dict[bytes, _Shape] = {}
+
+    def event(self, event: Event) -> None:
+        pass
+
+    def revise(self, diagnoses: list[Diagnosis], facts: dict[str, Any]) -> list[Diagnosis]:
+        return diagnoses
+
+    def record(self, rec: Record, phase: str) -> None:
+        if self.timeline.restarts != self.restarts:
+            self.restarts = self.timeline.restarts
+            self._reset()  # a new start: compare the last one, as the report does
+        kind = self.kinds(rec)
+        i = rec.line - self._base - 1
+        shape = self._block[i] if 0 <= i < len(self._block) else None
+        if shape is not None and self._counted[i]:
+            return  # the scanner fed a line `pick` counted
+        known = self._shapes.get(shape) if shape is not None else None
+        if known is not None and known.mined:
+            self._count(known, rec.rank)
+            return
+        msg = rec.message
+        if skipped(msg):
+            return
+        masked = mask(msg)
+        chain = self.kinds.chain
+        all_id = self.all.add(rec, masked, phase, kind, chain) if self.keep_all else None
+        new_id = None
+        if self.reference is not None and self.reference.match_masked(masked) is None:
+            new_id = self.new.add(rec, masked, phase, kind, chain)
+        if known is not None and known.countable:
+            known.mined, known.all_id, known.new_id = True, all_id, new_id
+
+    def _count(self, shape: _Shape, rank: str | None) -> None:
+        shape.extra += 1
+        if rank:
+            shape.ranks.add(rank)
+
+    # -- the block scanner's hook ------------------------------------------------------------
+    def pick(self, block: bytes, lines_before: int) -> list[int]:
+        """The offsets of the lines of `block` (whole lines) that must be fed; the others are counted here."""
+        shapes = block.translate(_ZERO_DIGITS).split(b"\n")
+        shapes.pop()  # after the last newline
+        self._block, self._base = shapes, lines_before
+        self._counted = counted = bytearray(len(shapes))
+        restart = self._restart_offset(block)
+        out = []
+        off = 0
+        last = len(shapes) - 1
+        known = self._shapes
+        for i, shape in enumerate(shapes):
+            s = known.get(shape)
+            if s is None:
+                if off < restart:
+                    known[shape] = _probe(block[off : off + len(shape)], shape)
+                out.append(off)
+            elif not s.countable or off >= restart or (i < last and shapes[i + 1][:1] in (b" ", b"\t")):
+                out.append(off)  # (the next line may continue this one: the normalizer needs it)
+            else:
+                counted[i] = 1
+                s.extra += 1
+                if s.rank_at is not None:
+                    s.ranks.add(block[off + s.rank_at[0] : off + s.rank_at[1]].decode("utf-8", "replace"))
+            off += len(shape) + 1
+        return out
+
+    def _restart_offset(self, block: bytes) -> int:
+        """Where in `block` a new start may begin (its lines are all fed); len(block) when nowhere."""
+        if self._args.always:
+            return 0
+        cs, ci = self._args.literals
+        found = sorted(i for lits, hay in ((cs, block), (ci, block.lower() if ci else b""))
+                       for lit in lits for i in _all(hay, lit.encode()))
+        if not self.timeline.phases() and not self.timeline.restarts:
+            found = found[1:]  # the first start's own arguments
+        return block.rfind(b"\n", 0, found[0]) + 1 if found else len(block)
+
+    def settle(self) -> None:
+        """Put the lines counted by shape on their templates (call once the log is read)."""
+        for s in self._shapes.values():
+            if s.mined and s.extra:
+                if s.all_id is not None:
+                    self.all.count(s.all_id, s.extra, s.ranks)
+                if s.new_id is not None:
+                    self.new.count(s.new_id, s.extra, s.ranks)
+                s.extra = 0
+                s.ranks = set()
+
+
+def _all(hay: bytes, lit: bytes, limit: int = 3) -> list[int]:
+    out: list[int] = []
+    i = hay.find(lit)
+    while i >= 0 and len(out) < limit:
+        out.append(i)
+        i = hay.find(lit, i + 1)
+    return out
+
+
+def _probe(raw: bytes, shape: bytes) -> _Shape:
+    """Whether every line of this shape gives the same masked message, read from one of them."""
+    if shape[:1] in (b" ", b"\t") or b"0x" in shape:  # a continuation; or mask's literal '0x'
+        return _Shape(False)
+    text = raw.decode("utf-8", "replace")
+    recs = Normalizer().feed(1, text)
+    if len(recs) != 1:
+        return _Shape(False)
+    rec = recs[0]
+    if skipped(rec.message):
+        return _Shape(True)
+    if Kinds()(rec) not in PLAIN or _DIGIT.search(mask(rec.message)):
+        return _Shape(False)  # a digit the masks keep would tell two lines of this shape apart
+    if not rec.rank:
+        return _Shape(True)
+    at = raw.find(rec.rank.encode())
+    if at < 0:
+        return _Shape(False)
+    return _Shape(True, (at, at + len(rec.rank.encode())))
+
+
+class Observing:
+    """The fallback that only watches: a `RunTemplates` mines the lines of the run."""
+
+    reading = Reading()  # the scanner's lines, and those `RunTemplates.pick` wants
+
+    def __init__(self, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
+        self.reference = reference
+        self.keep_all = keep_all
+
+    def watch(self, timeline: Timeline) -> RunTemplates:
+        return RunTemplates(timeline, self.reference, self.keep_all)
