@@ -287,7 +287,7 @@ def check_phase_files(files: list[Path]) -> list[Problem]:
     """A phase file loads, and each of its examples hits a marker of its phase."""
     from logsense.rules.phases import load_phases
 
-    out = []
+    out: list[Problem] = []
     for f in files:
         shown = display(f)
         try:
@@ -307,7 +307,7 @@ def check_conflicts(rs: RuleSet, rules: list[CompiledRule]) -> list[Problem]:
     out = []
     for rule in rules:
         spec = rule.spec
-        if spec.role != Role.ROOT.value:
+        if spec.role is not Role.ROOT:
             continue
         phase = first_phase(rs, spec)
         for ex in spec.examples:
@@ -332,7 +332,7 @@ def check_false_alarms(rs: RuleSet, rules: list[CompiledRule], healthy_logs: lis
     """No root rule among `rules` fires in a healthy startup log, but before a ready line it survived."""
     from logsense.sources.recorded import open_recorded, read_lines
 
-    ids = {r.id for r in rules if r.spec.role == Role.ROOT.value}
+    ids = {r.id for r in rules if r.spec.role is Role.ROOT}
     if not ids:
         return []
     out = []
@@ -370,7 +370,7 @@ def lint(rs: RuleSet) -> list[Problem]:
                 out.append(Problem(r.spec.path, r.spec.line, f"{where}: {p.spec.field}: the prefilter cannot narrow "
                                    "this pattern (no literal of 3+ characters every match must contain); it runs "
                                    "on every line", "lint", r.id))
-        if r.spec.role == Role.ROOT.value and not r.spec.fixes and r.spec.cause != UNKNOWN:
+        if r.spec.role is Role.ROOT and not r.spec.fixes and r.spec.cause != UNKNOWN:
             out.append(Problem(r.spec.path, r.spec.line, f"{where}: a root rule with no fix", "lint", r.id))
     return out + _lint_not_patterns(rs)
 
@@ -464,17 +464,17 @@ def check(
             if label is not None and label.cause == "healthy" and inc.log is not None:
                 healthy.append(inc.log)
             progress.step(str(inc.log or inc.label or ""))
-    checked = _rules_in(rs, pl.rule_files)
+    in_files = _rules_in(rs, pl.rule_files)
     # a rule with schema errors is reported once, not again through its examples
     broken = {(Path(p.path).resolve(), p.rule) for p in load_problems if p.rule}
-    sound = [r for r in checked if (Path(r.spec.path).resolve(), r.id) not in broken]
+    sound = [r for r in in_files if (Path(r.spec.path).resolve(), r.id) not in broken]
     problems += check_rule_examples(rs, sound)
     problems += check_phase_files(pl.phase_files)
     problems += check_false_alarms(rs, sound, healthy)
     problems += check_conflicts(rs, sound)
     problems = _dedupe(problems)
     problems.sort(key=lambda p: (p.path, p.line or 0))
-    return Result(problems, len(pl.incidents), len(checked))
+    return Result(problems, len(pl.incidents), len(in_files))
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
