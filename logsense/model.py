@@ -194,7 +194,6 @@ class Phase:
     start: str | None
     end: str | None
     start_line: int
-    end_line: int | None = None
 
     @property
     def seconds(self) -> float | None:

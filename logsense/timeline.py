@@ -103,5 +103,5 @@ class Timeline:
         for i, (name, start, line) in enumerate(self._phases):
             nxt = self._phases[i + 1] if i + 1 < len(self._phases) else None
             end = nxt[1] if nxt else (None if name in self._ready_phases else self.last_time)
-            out.append(Phase(name, start, end, line, nxt[2] if nxt else None))
+            out.append(Phase(name, start, end, line))
         return tuple(out)

@@ -31,7 +31,7 @@ def _render(thing) -> str:
 
 
 def test_analyze_and_tail_write_the_same_span_the_same_way():
-    phases = (Phase("weight_loading", "2026-11-20 10:00:00", "2026-11-20 10:02:00", 3, 9),
+    phases = (Phase("weight_loading", "2026-11-20 10:00:00", "2026-11-20 10:02:00", 3),
               Phase("serving", "2026-11-20 10:02:00", None, 9))
     report = Report("x.log", Status.READY, "serving", phases, (), {}, 9)
     analyzed = _render(report_text.phase_summary(report))
