@@ -12,6 +12,7 @@ from logsense.model import (
     UNKNOWN,
     Diagnosis,
     Event,
+    EventKind,
     Evidence,
     Match,
     Origin,
@@ -286,7 +287,7 @@ class Ranker:
         spec = rule.spec if rule else None
         kind_text = _fill_text(spec.explanation if spec else "", facts, best.captures).rstrip(".")
         ev = list(best.evidence)
-        if best.event.kind == "traceback" and not exception_lines(best.event):
+        if best.event.kind == EventKind.TRACEBACK and not exception_lines(best.event):
             # a traceback cut before its exception: its last frames are what it still says
             ev.extend(Evidence(r.line, r.message.strip()[:500]) for r in frame_lines(best.event)[-2:])
         for m in sorted(self.fatal, key=lambda m: m.event.first_line):

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from logsense.model import Event, Record
+from logsense.model import Event, EventKind, Record
 from logsense.pipeline import Reading
 
 FEATURE_VERSION = 2  # 2: the server (sglang, vllm) as a token. Bump when the document text changes: a model trained on another version is stale
@@ -124,9 +124,9 @@ class Digest:
         self._shapes: dict[str, str] = {}  # an event's text with digits as 0 -> its masked text
 
     def add(self, event: Event) -> None:
-        if event.kind == "traceback":
+        if event.kind == EventKind.TRACEBACK:
             self.tracebacks += 1
-        elif event.kind == "line":
+        elif event.kind == EventKind.LINE:
             rec = event.records[0]
             if not rec.message.strip():
                 return
@@ -272,9 +272,9 @@ def _telling_lines(event: Event) -> list[Record]:
     """The lines of an event that say what happened: a traceback's exception lines, its message
     tail and its last frames; a compiler error's error lines; a plain line itself."""
     recs = event.records
-    if event.kind == "line":
+    if event.kind == EventKind.LINE:
         return [recs[0]] if recs[0].message.strip() else []
-    if event.kind == "compile":
+    if event.kind == EventKind.COMPILE:
         errs = [r for r in recs if is_errorish(r.message)]
         return (errs or list(recs[:1]))[:6]
     from logsense.framing import error_lines, frame_lines
