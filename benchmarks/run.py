@@ -2,14 +2,17 @@
 
     python benchmarks/run.py                 # 100k and 2M lines, median of 5, writes benchmarks/out/
     python benchmarks/run.py --lines 100000 --repeat 3
+    python benchmarks/run.py --quick         # 100k lines, median of 3: under a minute
 
 Every figure is a whole process (start-up and rule compilation included), page cache warm;
-ratios are wall time over `LC_ALL=C grep -E -c -f patterns FILE` on the same file.
+ratios are wall time over `LC_ALL=C grep -E -c -f patterns FILE` on the same file. The search
+backend is the default install's (Aho-Corasick) unless --backend says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -130,11 +133,81 @@ def startup_rows(repeat: int) -> list[str]:
     return out
 
 
+def where_time_goes(path: Path) -> list[tuple[str, float]]:
+    """CPU seconds of each part of `analyze` on one log, in-process: the search thread and each pipeline stage."""
+    sys.path.insert(0, str(ROOT))
+    from logsense import load_rules
+    from logsense.analysis import analysis_pipeline
+    from logsense.engine import Matcher, Ranker
+    from logsense.facts import Facts
+    from logsense.framing import Framer
+    from logsense.normalize import Normalizer
+    from logsense.scan import feed_stream
+    from logsense.sources.recorded import open_recorded
+    from logsense.timeline import Timeline
+
+    spent: dict[str, float] = {}
+
+    def timed(label: str, fn):
+        def wrapper(*args, **kwargs):
+            t = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.thread_time() - t
+        return wrapper
+
+    stages = [(Normalizer, "feed", "normalize (prefixes, timestamps, levels)"),
+              (Timeline, "feed", "phases (timeline)"), (Facts, "feed", "facts"),
+              (Framer, "feed", "framing (multi-line events)"), (Matcher, "match", "matching (rule regexes)"),
+              (Ranker, "add", "ranking")]
+    originals = [(cls, name, getattr(cls, name)) for cls, name, _ in stages]
+    c0, t0 = time.process_time(), time.thread_time()
+    p = analysis_pipeline(load_rules())
+    startup = time.thread_time() - t0
+    try:
+        for cls, name, label in stages:
+            setattr(cls, name, timed(label, getattr(cls, name)))
+        if p.watcher is not None:
+            p.watcher.event = timed("classifier digest", p.watcher.event)
+        p.feed_line = timed("feed_line", p.feed_line)
+        fp, name = open_recorded(str(path))
+        t1 = time.thread_time()
+        with fp:
+            feed_stream(fp, p, name, tail=p.reading.tail)
+        fed = time.thread_time() - t1
+        t2 = time.thread_time()
+        json.dumps(p.finish(name).to_json())
+        report = time.thread_time() - t2
+    finally:
+        for cls, name, fn in originals:
+            setattr(cls, name, fn)
+    main_thread = time.thread_time() - t0
+    feed_line = spent.pop("feed_line", 0.0)
+    rows = [("start-up (rules, classifier)", startup),
+            ("search thread (read, Aho-Corasick, line starts)", time.process_time() - c0 - main_thread),
+            ("block handling in the main thread (line counts, slicing, decode)", fed - feed_line)]
+    rows += sorted(spent.items(), key=lambda r: -r[1])
+    rows += [("pipeline glue (the rest of feed_line)", feed_line - sum(spent.values())),
+             ("report (finish, JSON)", report)]
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", default="100000,2000000", help="comma-separated log sizes")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="100k lines, median of 3 (under a minute)")
+    ap.add_argument("--backend", default="aho-corasick",
+                    help="LOGSENSE_SCAN_BACKEND for logsense: aho-corasick (the default install), hyperscan, find "
+                         "or default (the best installed)")
     a = ap.parse_args()
+    if a.quick:
+        a.lines, a.repeat = "100000", 3
+    if a.backend == "default":
+        os.environ.pop("LOGSENSE_SCAN_BACKEND", None)
+    else:
+        os.environ["LOGSENSE_SCAN_BACKEND"] = a.backend
     OUT.mkdir(exist_ok=True)
     logsense = shutil.which("logsense") or f"{sys.executable} -m logsense"
     patterns = OUT / "patterns.txt"
@@ -167,11 +240,17 @@ def main() -> int:
              "|---|---|---|---|---|---|---|---|"]
     for n, size, label, secs, lps, mbs, ratio, rss in rows:
         lines.append(f"| {n:,} | {size:.0f} | {label} | {secs:.2f} | {lps:,.0f} | {mbs:.0f} | {ratio:.2f} | {rss:.1f} |")
-    lines += ["", *startup_rows(max(a.repeat, 10))]
+    lines += ["", *startup_rows(a.repeat if a.quick else max(a.repeat, 10))]
     biggest = generate(int(a.lines.split(",")[0]))
     lines += ["", f"costliest rules on {biggest.name} (regex time in-process):", "", "| rule | s | searches |",
               "|---|---|---|"]
     lines += [f"| {rid} | {secs:.4f} | {count} |" for rid, secs, count in costliest_rules(biggest)]
+    largest = generate(max(int(x) for x in a.lines.split(",")))
+    parts = where_time_goes(largest)
+    total = sum(secs for _, secs in parts)
+    lines += ["", f"where the time goes on {largest.name} (in-process CPU seconds; the search thread runs beside "
+              "the pipeline):", "", "| part | s | share |", "|---|---|---|"]
+    lines += [f"| {label} | {secs:.2f} | {secs / total:.0%} |" for label, secs in parts]
     text = "\n".join(lines)
     print(text)
     (OUT / "results.md").write_text(text + "\n")
