@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from typing import TYPE_CHECKING
 
 from logsense.errors import ExitCode, UsageError
 from logsense.report.console import PIPED_WIDTH, SafeConsole, console
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -72,16 +67,17 @@ def _write_text(text: str, output: str | None) -> None:
 
 
 def _table(df, output: str | None) -> None:
+    rows = df.to_dict("records")
+    if output:  # a file: every cell whole
+        with open(output, "w", encoding="utf-8") as fh:
+            _print_table(SafeConsole(file=fh, width=PIPED_WIDTH, no_color=True, markup=False, emoji=False,
+                                     highlight=False), rows, fit=False)
+    else:  # a terminal fits its width; a pipe gets every cell whole
+        _print_table(console(), rows, fit=sys.stdout.isatty())
+
+
+def _print_table(con, rows: list[dict], fit: bool) -> None:
     from logsense.report.tables import stats_summary, stats_table
 
-    rows = df.to_dict("records")
-    with contextlib.ExitStack() as stack:
-        con: Console
-        if output:
-            fh = stack.enter_context(open(output, "w", encoding="utf-8"))
-            con = SafeConsole(file=fh, width=PIPED_WIDTH, no_color=True, markup=False, emoji=False, highlight=False)
-        else:
-            con = console()
-        fit = output is None and sys.stdout.isatty()  # a terminal: fit its width; a file or pipe: every cell whole
-        con.print(stats_table(rows, fit))
-        con.print(stats_summary(rows))
+    con.print(stats_table(rows, fit))
+    con.print(stats_summary(rows))
