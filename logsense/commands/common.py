@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from logsense.report.console import PIPED_WIDTH, SafeConsole, console  # noqa: F401 (until every command imports it there)
 from logsense.rules import RuleSet, load_rules
 
 

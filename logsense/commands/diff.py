@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import sys
 
-from logsense.commands.common import console, rules_from_options
+from logsense.commands.common import rules_from_options
 from logsense.errors import ExitCode, UsageError
+from logsense.report.console import console
 
 
 def main(good: str, bad: str, fmt: str = "text", rules: list[str] | None = None,
