@@ -34,18 +34,36 @@ ModuleNotFoundError: No module named 'widget_kernels'
 """
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _no_writes_to_home(tmp_path_factory):
-    """The validated-pack cache (and any other XDG cache) goes to a temp dir, for this process and its children."""
-    import os
+_CACHE_ENV: dict[str, str | None] = {}
 
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
-    yield
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Caches (compiled rule packs, validated packs) go to a temp dir, never the user's home.
+
+    Set here, before collection: collecting already loads the rule packs. xdist workers and
+    subprocesses inherit it (one dir per run, removed by the process that made it).
+    """
+    import os
+    import tempfile
+
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller's dir is in its environment already
+    _CACHE_ENV["old"] = os.environ.get("XDG_CACHE_HOME")
+    _CACHE_ENV["dir"] = tempfile.mkdtemp(prefix="logsense-test-cache-")
+    os.environ["XDG_CACHE_HOME"] = _CACHE_ENV["dir"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import os
+    import shutil
+
+    old, made = _CACHE_ENV.pop("old", None), _CACHE_ENV.pop("dir", None)
     if old is None:
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
