@@ -16,9 +16,26 @@ def _plain(rs) -> tuple:
     return [cache.encode(r) for r in rs.rules], [cache.encode(p) for p in rs.phases], rs.sources
 
 
+@pytest.fixture(scope="module")
+def packs(tmp_path_factory) -> Path:
+    """A copy of the bundled packs: what the tests compare stays put while the packs are being edited."""
+    import shutil
+
+    from logsense.rules import bundled_rules_dir
+
+    copy = tmp_path_factory.mktemp("packs") / "rules"
+    shutil.copytree(bundled_rules_dir(), copy)
+    return copy
+
+
+@pytest.fixture(autouse=True)
+def _bundled(packs, monkeypatch):
+    monkeypatch.setattr("logsense.rules.bundled_rules_dir", lambda: packs)
+
+
 @pytest.fixture
-def reference():
-    """The rules as parsed from the YAML, no cache involved (read per test: the packs are data, and may change)."""
+def reference(_bundled):
+    """The rules as parsed from the YAML, no cache involved."""
     old = os.environ.get("LOGSENSE_NO_CACHE")
     os.environ["LOGSENSE_NO_CACHE"] = "1"
     try:

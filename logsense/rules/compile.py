@@ -8,8 +8,10 @@ which is what keeps the engine near the speed of grep.
 from __future__ import annotations
 
 import re as _re
+import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from logsense.errors import RuleError
 from logsense.rules.loader import PatternSpec, RuleSpec
@@ -236,40 +238,73 @@ class Pattern:
     @property
     def regex(self) -> regex.Pattern:
         if self._regex is None:
+            self._regex = _thaw(self.frozen, self._text)
+        if self._regex is None:
             import regex
 
-            self._regex = _thaw(self.frozen, self._text) or regex.compile(self._text, regex.VERSION0)
+            self._regex = regex.compile(self._text, regex.VERSION0)
         return self._regex
 
     def freeze(self) -> bytes:
-        """The compiled regex as plain data: what `regex` itself pickles it as, with its version (b"": none)."""
+        """The compiled regex as plain data: what `regex` itself pickles it as, with its engine's build (b"": none)."""
         if self.frozen is None:
             import marshal
 
-            import regex
-
+            engine = _engine()
             try:
-                self.frozen = marshal.dumps((regex.__version__, self.regex._pickled_data))
+                if engine is None:
+                    raise ImportError("regex's engine not found")
+                self.frozen = marshal.dumps((engine[1], self.regex._pickled_data))
             except Exception:  # noqa: BLE001 - no kept form: the text is compiled at first use, and fails there
                 self.frozen = b""
         return self.frozen
 
 
 def _thaw(frozen: bytes | None, text: str) -> regex.Pattern | None:
-    """The regex `Pattern.freeze` kept, when this `regex` made it from this text; None: compile it again."""
+    """The regex `Pattern.freeze` kept, when this build of `regex` made it from this text; None: compile it again."""
     if not frozen:
         return None
     import marshal
 
-    import regex
-    from regex import _regex
+    engine = _engine()
+    try:
+        build, data = marshal.loads(frozen)
+        if engine is None or build != engine[1] or data[0] != text:
+            return None
+        return engine[0].compile(*data)  # how regex unpickles a pattern: the compiled form, no parsing
+    except Exception:  # noqa: BLE001 - whatever is wrong with a kept form, compiling the text is right
+        return None
+
+
+@lru_cache(maxsize=1)
+def _engine() -> tuple[Any, tuple[Any, ...]] | None:
+    """regex's C engine alone and what identifies its build (None: not found).
+
+    A kept pattern needs only the engine: the Python half of `regex` (its parser) takes ~30x
+    longer to import. The build is the engine file's size and time with its own format
+    constants, so another install of regex never reads a kept form it did not make.
+    """
+    import importlib.machinery
+    import importlib.util
+    import os
 
     try:
-        version, data = marshal.loads(frozen)
-        if version != regex.__version__ or data[0] != text:
-            return None
-        return _regex.compile(*data)  # how regex unpickles a pattern: the compiled form, no parsing
-    except Exception:  # noqa: BLE001 - whatever is wrong with a kept form, compiling the text is right
+        engine = sys.modules.get("regex._regex")
+        if engine is None:
+            spec = importlib.util.find_spec("regex")
+            folder = spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else None
+            paths = [os.path.join(folder, "_regex" + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES
+                     if folder]
+            path = next((p for p in paths if os.path.isfile(p)), None)
+            if path is None:
+                return None
+            loader = importlib.machinery.ExtensionFileLoader("regex._regex", path)
+            engine = importlib.util.module_from_spec(importlib.util.spec_from_loader("regex._regex", loader))
+            loader.exec_module(engine)
+            sys.modules["regex._regex"] = engine  # the same module `import regex` loads, then finds already here
+        st = os.stat(engine.__file__)
+        return engine, (st.st_size, st.st_mtime_ns, engine.MAGIC, engine.get_code_size())
+    except Exception:  # noqa: BLE001 - no engine alone: patterns are compiled from their text
         return None
 
 
