@@ -49,7 +49,7 @@ from logsense.examples import (
     run_examples,
     run_phase_examples,
 )
-from logsense.model import UNKNOWN, Report, Role
+from logsense.model import HEALTHY, UNKNOWN, Report, Role
 from logsense.rules import RuleSet, bundled_rules_dir, load_rules, pack_files
 from logsense.rules.compile import CompiledRule
 from logsense.rules.phases import PhaseSpec
@@ -461,7 +461,7 @@ def check(
             checked = check_incident(inc, rs)
             problems += checked.problems
             label = checked.label
-            if label is not None and label.cause == "healthy" and inc.log is not None:
+            if label is not None and label.cause == HEALTHY and inc.log is not None:
                 healthy.append(inc.log)
             progress.step(str(inc.log or inc.label or ""))
     in_files = _rules_in(rs, pl.rule_files)

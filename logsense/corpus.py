@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from logsense.errors import RuleError
-from logsense.model import UNKNOWN, Origin, Report, Status
+from logsense.model import HEALTHY, UNKNOWN, Origin, Report, Status
 
 LABEL_SUFFIX = ".label.yaml"
 LOG_SUFFIXES = (".log", ".log.gz")
@@ -31,7 +31,6 @@ SERVERS = ("sglang", "vllm")
 OUTCOMES = ("ready", "incomplete")
 LABEL_FIELDS = ("cause", "fix_any", "phase", "check_phase", "outcome", "reported_cause", "server", "origin",
                 "group", "source", "source_url", "date", "notes")
-HEALTHY = "healthy"
 
 
 @dataclass(frozen=True)

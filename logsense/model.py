@@ -10,6 +10,8 @@ from logsense.logtime import seconds_between
 
 # The cause of a failure that no rule (nor the classifier) can name.
 UNKNOWN = "unknown"
+# The label (and the classifier's class) of a startup that did not fail.
+HEALTHY = "healthy"
 
 
 class StrEnum(str, Enum):

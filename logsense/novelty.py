@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from logsense.model import Diagnosis, Event, Evidence, Origin, Record
+from logsense.model import HEALTHY, UNKNOWN, Diagnosis, Event, Evidence, Origin, Record
 from logsense.normalize import Normalizer
 from logsense.pipeline import Fallback, Reading, Watcher
 from logsense.run_templates import RunTemplates, TemplateLine, skipped
@@ -53,7 +53,7 @@ def baseline_files(path: str) -> list[Path]:
 
 def _labelled_healthy(log: Path) -> bool:
     """A log with no label, or labelled healthy; an invalid label is no proof of health, so it is left out."""
-    from logsense.corpus import HEALTHY, label_for, read_label
+    from logsense.corpus import label_for, read_label
 
     label = label_for(log)
     if not label.is_file():
@@ -131,7 +131,7 @@ class NoveltyWatch:
     def revise(self, diagnoses: list[Diagnosis], facts: dict[str, Any]) -> list[Diagnosis]:
         if self.inner is not None:
             diagnoses = self.inner.revise(diagnoses, facts)
-            if diagnoses and diagnoses[0].root and diagnoses[0].cause != "unknown":
+            if diagnoses and diagnoses[0].root and diagnoses[0].cause != UNKNOWN:
                 return diagnoses
         return novelty_diagnoses(diagnoses, self.observer.new.items(), self.n_baselines,
                                  self.observer.timeline.ready)
@@ -146,7 +146,7 @@ def novelty_diagnoses(diagnoses: list[Diagnosis], novel: list[TemplateLine], n_b
     n_lines = sum(x.count for x in novel)
     n_err = sum(x.count for x in novel if x.errorish)
     where = f"the healthy baselines ({n_baselines} log{'s' if n_baselines != 1 else ''})"
-    if diagnoses and diagnoses[0].cause == "unknown":
+    if diagnoses and diagnoses[0].cause == UNKNOWN:
         d = diagnoses[0]
         if not novel:
             note = f" Every line of this log also occurs in {where}."
@@ -158,7 +158,7 @@ def novelty_diagnoses(diagnoses: list[Diagnosis], novel: list[TemplateLine], n_b
         return diagnoses
     # nothing failed (yet): the novel lines are a note, not a diagnosis of failure
     return [Diagnosis(
-        cause="unknown", rule=None, root=False, origin=Origin.RULE, confidence=0.0,
+        cause=UNKNOWN, rule=None, root=False, origin=Origin.RULE, confidence=0.0,
         title=f"{n_lines} lines never seen in {where}",
         explanation=f"{len(novel)} templates, {n_err} error-like lines.",
         phase=ranked[0].phase if ranked else None, evidence=evidence, fixes=(),

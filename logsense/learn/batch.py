@@ -113,7 +113,7 @@ def _classifier():
 
 def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, classifier: Any = False) -> dict:
     """Run the Pipeline over one log's (line number, text) pairs and return its row."""
-    from logsense.model import UpdateKind
+    from logsense.model import HEALTHY, UpdateKind
     from logsense.pipeline import Pipeline
 
     # every line is fed here: the fallback watches the events as they pass
@@ -146,7 +146,7 @@ def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, clas
         "source": name,
         "host": host,
         "status": report.status.value,
-        "cause": root.cause if root else ("healthy" if tl.ready else None),
+        "cause": root.cause if root else (HEALTHY if tl.ready else None),
         "origin": root.origin.value if root else None,
         "rule": root.rule if root else None,
         "confidence": float(root.confidence) if root else None,

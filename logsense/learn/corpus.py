@@ -17,6 +17,7 @@ from typing import Any
 
 from logsense.errors import UsageError
 from logsense.learn.features import FEATURE_VERSION, Doc, doc_of_file
+from logsense.model import HEALTHY
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Incident:
     @property
     def failed(self) -> bool:
         """The verdict analyze gives this log is `failed` (the corpus tests hold it to its label)."""
-        return self.cause != "healthy" and self.label.get("outcome") != "incomplete"
+        return self.cause != HEALTHY and self.label.get("outcome") != "incomplete"
 
 
 def find(dirs: Iterable[str | Path]) -> list[Incident]:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from logsense.model import UNKNOWN
-
-HEALTHY = "healthy"
+from logsense.model import HEALTHY, UNKNOWN
 
 
 def best_failure(probs: Iterable[tuple[str, float]]) -> tuple[str, float]:

@@ -18,10 +18,11 @@ from typing import Any
 from logsense.errors import ModelError
 from logsense.learn.features import ANALYZERS, FEATURE_VERSION
 from logsense.learn.validate import check_model
+from logsense.model import HEALTHY, UNKNOWN
 
 FORMAT = "logsense-linear-text-classifier"
 FORMAT_VERSION = 2  # 2: a held-out precision per cause caps its confidence
-UNCAPPED = ("healthy", "unknown")  # not causes the model states: "no failure" and "cannot tell"
+UNCAPPED = (HEALTHY, UNKNOWN)  # not causes the model states: "no failure" and "cannot tell"
 MAX_MODEL_BYTES = 64 << 20  # the file, and a .gz once inflated (the shipped model is ~2 MB)
 
 
