@@ -3,6 +3,7 @@
     python benchmarks/mining.py                  # 2,000,000 lines
     python benchmarks/mining.py --lines 200000
     python benchmarks/mining.py --own            # the generator below, which fills the cluster cap
+    python benchmarks/mining.py --diff 200000    # logsense diff on two halves of a generated log
 
 The log comes from benchmarks/gen_log.py when it exists (unless --own), else from the
 generator below (journalctl short format, eight TP ranks, request and batch logs, progress
@@ -16,13 +17,18 @@ Three passes over the same file, in one process:
   3. read + normalize + mask + match against the mined templates (the novelty test).
 "mask + mine alone" times only those calls. Peak RSS (`resource.getrusage`) is printed after
 each pass and every 500,000 lines of pass 2: it levels off once the caps are reached.
+
+`--diff N` (`diff_rows`, also called by benchmarks/run.py): whole-process `logsense diff`
+on the two N-line halves of benchmarks/gen_log.py's log, beside `analyze` of each half.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -121,6 +127,64 @@ def generate(path: Path, lines: int, seed: int = 1) -> None:
                 emit(f"{word()} {word()} lookup failed for {word()} {word()}", rnd.randint(0, 7))
 
 
+def halves(lines: int) -> tuple[Path, Path]:
+    """The two `lines`-line halves of gen_log.py's log of 2 x `lines` lines (written once to benchmarks/out/)."""
+    OUT.mkdir(exist_ok=True)
+    good, bad = OUT / f"diff-{lines}-a.log", OUT / f"diff-{lines}-b.log"
+    if not (good.exists() and bad.exists()):
+        whole = OUT / f"sglang-{2 * lines}.log"  # the same file benchmarks/run.py uses
+        if not whole.exists():
+            subprocess.run([sys.executable, str(HERE / "gen_log.py"), "--lines", str(2 * lines), "--seed", "1", "-o",
+                            str(whole)], check=True)
+        with open(whole, "rb") as src, open(good, "wb") as a, open(bad, "wb") as b:
+            for i, line in enumerate(src):
+                (a if i < lines else b).write(line)
+    return good, bad
+
+
+def diff_rows(lines: int = 200_000, repeat: int = 3, every_line: bool = False) -> list[str]:
+    """`logsense diff` on two halves of a generated log against `analyze` of each half, as a markdown table.
+
+    Whole processes, median of `repeat`; CPU seconds beside wall seconds (they say more on a
+    shared machine); "x analyze" is over the sum of the two analyze runs. `every_line` adds
+    the diff fed every line (LOGSENSE_SCAN=off: what diff did before it read through the scanner).
+    """
+    good, bad = halves(lines)
+    ls = [sys.executable, "-m", "logsense"]
+
+    def run(cmd: list[str], env: dict[str, str] | None = None, times: int = repeat) -> tuple[float, float, int]:
+        walls, cpus, rss = [], [], 0
+        for _ in range(times):
+            t = time.perf_counter()
+            p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+            walls.append(time.perf_counter() - t)
+            user, system, peak = p.stderr.strip().splitlines()[-1].split()
+            cpus.append(float(user) + float(system))
+            rss = max(rss, int(peak))
+        return statistics.median(walls), statistics.median(cpus), rss
+
+    cases = [(f"logsense analyze --format json A ({lines:,} lines)", [*ls, "analyze", "--format", "json", str(good)],
+              None, lines),
+             (f"logsense analyze --format json B ({lines:,} lines)", [*ls, "analyze", "--format", "json", str(bad)],
+              None, lines),
+             ("logsense diff --format json A B", [*ls, "diff", "--format", "json", str(good), str(bad)], None, 2 * lines)]
+    if every_line:
+        cases.append(("LOGSENSE_SCAN=off logsense diff --format json A B (every line, once)",
+                      [*ls, "diff", "--format", "json", str(good), str(bad)], {"LOGSENSE_SCAN": "off"}, 2 * lines))
+    measured = [(label, n, *run(cmd, env, 1 if env else repeat)) for label, cmd, env, n in cases]
+    analyze_wall = measured[0][2] + measured[1][2]
+    analyze_cpu = measured[0][3] + measured[1][3]
+    out = [f"diff on two halves of a generated log, median of {repeat} (load average {os.getloadavg()[0]:.1f} at "
+           "the start):", "", "| command | wall s | CPU s | lines/s (wall) | lines/s (CPU) | x analyze (wall) | "
+           "x analyze (CPU) | peak RSS MiB |", "|---|---|---|---|---|---|---|---|"]
+    for label, n, wall, cpu, rss in measured:
+        ratio = f"{wall / analyze_wall:.2f} | {cpu / analyze_cpu:.2f}" if "diff" in label else " | "
+        out.append(f"| {label} | {wall:.2f} | {cpu:.2f} | {n / wall:,.0f} | {n / cpu:,.0f} | {ratio} | "
+                   f"{rss / 1024:.1f} |")
+    return out
+
+
 def messages(path: Path):
     fp, name = open_recorded(str(path))
     with fp:
@@ -135,8 +199,13 @@ def main() -> int:
     ap.add_argument("--max-clusters", type=int, default=20_000)
     ap.add_argument("--own", action="store_true",
                     help="use the generator in this file even when gen_log.py exists (it fills the cluster cap)")
+    ap.add_argument("--diff", type=int, metavar="N", help="time logsense diff on two N-line halves instead")
+    ap.add_argument("--every-line", action="store_true", help="with --diff: also the diff fed every line")
     ap.add_argument("--generate", metavar="PATH", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.diff:
+        print("\n".join(diff_rows(a.diff, every_line=a.every_line)))
+        return 0
     if a.generate:
         generate(Path(a.generate), a.lines)
         return 0

@@ -21,7 +21,11 @@ traceback state of its stream (`Kinds`), which a later plain line of the stream 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
+from itertools import accumulate, compress
+from operator import add
 from typing import Any
 
 from logsense.framing import chain_link, frame_location, is_traceback_head
@@ -199,7 +203,7 @@ class _Shape:
     all_id: int | None = None
     new_id: int | None = None
     extra: int = 0  # lines counted without being mined
-    ranks: set[str] = field(default_factory=set)
+    ranks: set[bytes] = field(default_factory=set)  # their ranks
 
 
 class RunTemplates:
@@ -213,7 +217,7 @@ class RunTemplates:
         self.restarts = timeline.restarts
         self._args = phase_index([s for s in timeline.specs if s.name == RESTART_PHASE])
         self._block: list[bytes] = []  # the shapes of the block being fed, its first line after `_base`
-        self._counted = bytearray()  # 1 for the lines of the block `pick` counted (fed or not, they count once)
+        self._fed: set[int] = set()  # the lines of the block `pick` has fed (it counted the others)
         self._base = 0
         self._reset()
 
@@ -235,7 +239,7 @@ class RunTemplates:
         kind = self.kinds(rec)
         i = rec.line - self._base - 1
         shape = self._block[i] if 0 <= i < len(self._block) else None
-        if shape is not None and self._counted[i]:
+        if shape is not None and i not in self._fed:
             return  # the scanner fed a line `pick` counted
         known = self._shapes.get(shape) if shape is not None else None
         if known is not None and known.mined:
@@ -256,65 +260,99 @@ class RunTemplates:
     def _count(self, shape: _Shape, rank: str | None) -> None:
         shape.extra += 1
         if rank:
-            shape.ranks.add(rank)
+            shape.ranks.add(rank.encode())
 
     # -- the block scanner's hook ------------------------------------------------------------
-    def pick(self, block: bytes, lines_before: int) -> list[int]:
-        """The offsets of the lines of `block` (whole lines) that must be fed; the others are counted here."""
+    def pick(self, block: bytes, lines_before: int, candidates: list[int]) -> list[int]:
+        """The offsets of the lines of `block` (whole lines) that must be fed; the others are counted here.
+
+        `candidates`: where the lines the scanner feeds anyway start (a new start's arguments among them).
+        """
         shapes = block.translate(_ZERO_DIGITS).split(b"\n")
         shapes.pop()  # after the last newline
+        n = len(shapes)
+        line_at = list(map(add, accumulate(map(len, shapes), initial=0), range(n + 1)))  # where line i starts
         self._block, self._base = shapes, lines_before
-        self._counted = counted = bytearray(len(shapes))
-        restart = self._restart_offset(block)
-        out = []
-        off = 0
-        last = len(shapes) - 1
+        limit = self._restart_line(block, candidates, line_at)
+        fed = self._fed = set(range(limit, n))  # a new start may begin there: all fed
+        fed.add(n - 1)  # (the next block may begin with its continuation)
+        for o in _indented(block):  # the line a journal continuation follows (the normalizer joins them): fed
+            fed.add(max(0, bisect_right(line_at, o) - 2))
+        head = shapes[:limit]
+        counts = Counter(head)
         known = self._shapes
-        for i, shape in enumerate(shapes):
+        whole: set[bytes] = set()  # shapes whose lines are all fed
+        for shape in counts:
             s = known.get(shape)
             if s is None:
-                if off < restart:
-                    known[shape] = _probe(block[off : off + len(shape)], shape)
-                out.append(off)
-            elif not s.countable or off >= restart or (i < last and shapes[i + 1][:1] in (b" ", b"\t")):
-                out.append(off)  # (the next line may continue this one: the normalizer needs it)
-            else:
-                counted[i] = 1
-                s.extra += 1
+                i = head.index(shape)
+                s = known[shape] = _probe(block[line_at[i] : line_at[i + 1] - 1], shape)
+                fed.add(i)  # the first line of a shape is fed
+            if not s.countable:
+                whole.add(shape)
+        if len(whole) > 8:
+            fed.update(i for i, x in enumerate(head) if x in whole)
+        else:
+            for shape in whole:
+                fed.update(compress(range(limit), map(shape.__eq__, head)))
+        for i in fed:
+            if i < limit:
+                counts[head[i]] -= 1
+        ranked: dict[bytes, tuple[set[bytes], int, int]] = {}  # shape -> its ranks, where they are in a line
+        for shape, k in counts.items():
+            s = known[shape]
+            if k > 0 and s.countable:
+                s.extra += k
                 if s.rank_at is not None:
-                    s.ranks.add(block[off + s.rank_at[0] : off + s.rank_at[1]].decode("utf-8", "replace"))
-            off += len(shape) + 1
-        return out
+                    ranked[shape] = (s.ranks, *s.rank_at)
+        if ranked:
+            for x, o in zip(head, line_at[:limit], strict=True):  # (a fed line's rank is added again: a set)
+                r = ranked.get(x)
+                if r is not None:
+                    r[0].add(block[o + r[1] : o + r[2]])
+        return [line_at[i] for i in sorted(fed)]
 
-    def _restart_offset(self, block: bytes) -> int:
-        """Where in `block` a new start may begin (its lines are all fed); len(block) when nowhere."""
+    def _restart_line(self, block: bytes, candidates: list[int], line_at: list[int]) -> int:
+        """The first line of `block` where a new start may begin (its arguments line); the line count when none."""
         if self._args.always:
             return 0
         cs, ci = self._args.literals
-        found = sorted(i for lits, hay in ((cs, block), (ci, block.lower() if ci else b""))
-                       for lit in lits for i in _all(hay, lit.encode()))
+        at = []
+        for o in candidates:
+            line = block[o : block.find(b"\n", o)]
+            low = line.lower() if ci else b""
+            if any(lit.encode() in line for lit in cs) or any(lit.encode() in low for lit in ci):
+                at.append(o)
         if not self.timeline.phases() and not self.timeline.restarts:
-            found = found[1:]  # the first start's own arguments
-        return block.rfind(b"\n", 0, found[0]) + 1 if found else len(block)
+            at = at[1:]  # the first start's own arguments
+        return bisect_right(line_at, at[0]) - 1 if at else len(line_at) - 1
 
     def settle(self) -> None:
         """Put the lines counted by shape on their templates (call once the log is read)."""
         for s in self._shapes.values():
             if s.mined and s.extra:
+                ranks = {r.decode("utf-8", "replace") for r in s.ranks}
                 if s.all_id is not None:
-                    self.all.count(s.all_id, s.extra, s.ranks)
+                    self.all.count(s.all_id, s.extra, ranks)
                 if s.new_id is not None:
-                    self.new.count(s.new_id, s.extra, s.ranks)
+                    self.new.count(s.new_id, s.extra, ranks)
                 s.extra = 0
                 s.ranks = set()
 
 
-def _all(hay: bytes, lit: bytes, limit: int = 3) -> list[int]:
-    out: list[int] = []
-    i = hay.find(lit)
-    while i >= 0 and len(out) < limit:
-        out.append(i)
-        i = hay.find(lit, i + 1)
+def _indented(block: bytes, depth: int = 16) -> list[int]:
+    """Where the lines of `block` that begin with `depth` blanks or more start (a journal entry's continuation)."""
+    run = b" " * depth
+    out = []
+    i = block.find(run)  # a run of blanks is rare and found with long skips; then its line is looked at
+    while i >= 0:
+        j = i
+        while j and block[j - 1] == 32:
+            j -= 1
+        if not j or block[j - 1] == 10:
+            out.append(j)
+        nl = block.find(b"\n", i)
+        i = block.find(run, nl) if nl >= 0 else -1
     return out
 
 

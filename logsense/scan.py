@@ -26,7 +26,8 @@ from logsense.sources.recorded import MAX_LINE_BYTES, read_lines
 
 BLOCK = 4 << 20
 AHEAD = 2  # blocks searched ahead of the pipeline: memory is a few blocks whatever the input's size
-Pick = Callable[[bytes, int], Iterable[int]]  # (block of whole lines, lines before it) -> line starts to feed
+# (block of whole lines, lines before it, the starts of the lines holding a literal) -> more line starts to feed
+Pick = Callable[[bytes, int, list[int]], Iterable[int]]
 BACKENDS = ("hyperscan", "aho-corasick", "find")
 # What `normalize.clean` removes from inside a line (escapes, controls, C1, bidi and zero-width characters,
 # rsyslog's "#033["): a literal split by one is whole only after cleaning, so such lines are always fed.
@@ -140,7 +141,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
     """Feed a recorded log to the pipeline, skipping lines that no stage could use.
 
     `tail`: the last lines of the log are fed whatever they hold (a reader of "how it ended").
-    `pick(block, lines_before)`: the offsets of more lines of a block of whole lines to feed.
+    `pick(block, lines_before, starts)`: the offsets of more lines of a block of whole lines to feed.
     `parallel`: search in a thread ahead of the pipeline (None: when there are two cores and
     the log is more than two blocks long; a small log pays nothing for it).
     """
@@ -309,7 +310,7 @@ def _feed_block(body: bytes, starts: list[int], ln: int, p: Pipeline, last: list
     if tail or pick is not None:
         found = set(starts)
         if pick is not None:
-            found.update(pick(body, ln))
+            found.update(pick(body, ln, starts))
         pos = len(body) - 1
         for _ in range(tail):
             pos = body.rfind(b"\n", 0, pos)
