@@ -67,8 +67,9 @@ def test_dask_bag_on_a_local_cluster_gives_the_stats_rows(logs, stats_rows):
 
     from logsense.learn.batch import COLUMNS, row_from_path
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None)
+    with cluster, Client(cluster) as client:
         assert len(client.scheduler_info()["workers"]) == 2
         rows = db.from_sequence(logs, npartitions=4).map(row_from_path)
         assert rows.compute() == stats_rows
