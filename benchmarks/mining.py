@@ -28,7 +28,6 @@ import argparse
 import os
 import random
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))  # benchmarks/run.py's timer
 
 from logsense.normalize import Normalizer  # noqa: E402
 from logsense.sources.recorded import open_recorded, read_lines  # noqa: E402
@@ -149,20 +149,10 @@ def diff_rows(lines: int = 200_000, repeat: int = 3, every_line: bool = False) -
     shared machine); "x analyze" is over the sum of the two analyze runs. `every_line` adds
     the diff fed every line (LOGSENSE_SCAN=off: what diff did before it read through the scanner).
     """
+    from run import whole_process
+
     good, bad = halves(lines)
     ls = [sys.executable, "-m", "logsense"]
-
-    def run(cmd: list[str], env: dict[str, str] | None = None, times: int = repeat) -> tuple[float, float, int]:
-        walls, cpus, rss = [], [], 0
-        for _ in range(times):
-            t = time.perf_counter()
-            p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
-            walls.append(time.perf_counter() - t)
-            user, system, peak = p.stderr.strip().splitlines()[-1].split()
-            cpus.append(float(user) + float(system))
-            rss = max(rss, int(peak))
-        return statistics.median(walls), statistics.median(cpus), rss
 
     cases = [(f"logsense analyze --format json A ({lines:,} lines)", [*ls, "analyze", "--format", "json", str(good)],
               None, lines),
@@ -172,7 +162,7 @@ def diff_rows(lines: int = 200_000, repeat: int = 3, every_line: bool = False) -
     if every_line:
         cases.append(("LOGSENSE_SCAN=off logsense diff --format json A B (every line, once)",
                       [*ls, "diff", "--format", "json", str(good), str(bad)], {"LOGSENSE_SCAN": "off"}, 2 * lines))
-    measured = [(label, n, *run(cmd, env, 1 if env else repeat)) for label, cmd, env, n in cases]
+    measured = [(label, n, *whole_process(cmd, 1 if env else repeat, env)) for label, cmd, env, n in cases]
     analyze_wall = measured[0][2] + measured[1][2]
     analyze_cpu = measured[0][3] + measured[1][3]
     out = [f"diff on two halves of a generated log, median of {repeat} (load average {os.getloadavg()[0]:.1f} at "

@@ -88,6 +88,20 @@ SMALL_LOGS = {  # a ~200-line failure and a ~200-line healthy start: what an ope
 }
 
 
+def whole_process(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """Median wall and CPU seconds (user + system) and peak RSS (KiB) of a command, its output discarded."""
+    walls, cpus, rss = [], [], 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+        walls.append(time.perf_counter() - t)
+        user, system, peak = p.stderr.strip().splitlines()[-1].split()
+        cpus.append(float(user) + float(system))
+        rss = max(rss, int(peak))
+    return statistics.median(walls), statistics.median(cpus), rss
+
+
 def startup_rows(repeat: int) -> list[str]:
     """Whole-process time of the short commands: median wall and CPU seconds, as a markdown table.
 
@@ -96,16 +110,7 @@ def startup_rows(repeat: int) -> list[str]:
     say more on a shared machine. The rule-pack cache is warm except where the row says cold.
     """
     def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-        walls, cpus, rss = [], [], 0
-        for _ in range(repeat):
-            t = time.perf_counter()
-            p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
-            walls.append(time.perf_counter() - t)
-            user, system, peak = p.stderr.strip().splitlines()[-1].split()
-            cpus.append(float(user) + float(system))
-            rss = max(rss, int(peak))
-        return statistics.median(walls), statistics.median(cpus), rss
+        return whole_process(cmd, repeat, env)
 
     py = [sys.executable]
     ls = [*py, "-m", "logsense"]
@@ -241,6 +246,9 @@ def main() -> int:
     for n, size, label, secs, lps, mbs, ratio, rss in rows:
         lines.append(f"| {n:,} | {size:.0f} | {label} | {secs:.2f} | {lps:,.0f} | {mbs:.0f} | {ratio:.2f} | {rss:.1f} |")
     lines += ["", *startup_rows(a.repeat if a.quick else max(a.repeat, 10))]
+    from mining import diff_rows
+
+    lines += ["", *diff_rows(100_000 if a.quick else 200_000, 3)]
     biggest = generate(int(a.lines.split(",")[0]))
     lines += ["", f"costliest rules on {biggest.name} (regex time in-process):", "", "| rule | s | searches |",
               "|---|---|---|"]
