@@ -118,11 +118,15 @@ def decode(value: Any) -> Any:
     return walk(value)
 
 
+def _layout(t: Any) -> tuple[str, ...]:
+    """A cached type's shape: an enum's values, a dataclass's field names."""
+    return tuple(m.value for m in t) if issubclass(t, Enum) else tuple(f.name for f in dataclasses.fields(t))
+
+
 @lru_cache(maxsize=1)
 def _code_key() -> str:
     """The reading code's source and each cached type's field names (an enum's values): other code, other entries."""
-    layout = {name: tuple(m.value for m in t) if issubclass(t, Enum) else tuple(f.name for f in dataclasses.fields(t))
-              for name, t in sorted(_types().items())}
+    layout = {name: _layout(t) for name, t in sorted(_types().items())}
     return cache.source_digest(_CODE) + hashlib.sha256(repr(layout).encode()).hexdigest()[:16]
 
 
