@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from logsense.model import Event, Record
+from logsense.model import Event, EventKind, Record
 
 MAX_EVENT_LINES = 400
 MAX_TAIL_LINES = 40  # lines of exception message after the exception line ("Possible solutions: ...")
@@ -40,7 +40,7 @@ _COMPILE_MORE = re.compile(
 
 @dataclass
 class _Open:
-    kind: str
+    kind: EventKind
     records: list[Record] = field(default_factory=list)
     phase: str = "import"
     state: str = "frames"  # frames | exc | gap | chain (tracebacks); body (compile)
@@ -74,16 +74,16 @@ class Framer:
                 return out
             if verdict == "other":
                 # another rank's line while this traceback is still in its frames
-                out.append(Event("line", (rec,), phase))
+                out.append(Event(EventKind.LINE, (rec,), phase))
                 return out
             out.append(self._close(rec.pid))
         msg = rec.message
         if _TRACEBACK in msg or _FRAME.match(msg):
-            self._open[rec.pid] = _Open("traceback", [rec], phase)
+            self._open[rec.pid] = _Open(EventKind.TRACEBACK, [rec], phase)
         elif _COMPILE_START.match(msg):
-            self._open[rec.pid] = _Open("compile", [rec], phase, state="body")
+            self._open[rec.pid] = _Open(EventKind.COMPILE, [rec], phase, state="body")
         else:
-            out.append(Event("line", (rec,), phase))
+            out.append(Event(EventKind.LINE, (rec,), phase))
         return out
 
     def flush(self) -> list[Event]:
@@ -95,16 +95,16 @@ class Framer:
 
     def _continue(self, cur: _Open, rec: Record) -> str:
         msg = rec.message
-        if cur.kind == "compile" and _TRACEBACK in msg:
-            cur.kind, cur.state = "traceback", "frames"  # the build's traceback joins its compiler error
+        if cur.kind is EventKind.COMPILE and _TRACEBACK in msg:
+            cur.kind, cur.state = EventKind.TRACEBACK, "frames"  # the build's traceback joins its compiler error
             return "take"
         if rec.prefixed:
             # A new SGLang record. Another rank's line does not end a traceback that is still
             # in its frames; the same rank's (or any line once the exception is out) does.
-            if cur.kind == "traceback" and cur.state == "frames" and rec.rank != cur.rank and cur.rank:
+            if cur.kind is EventKind.TRACEBACK and cur.state == "frames" and rec.rank != cur.rank and cur.rank:
                 return "other"
             return "close"
-        if cur.kind == "compile":
+        if cur.kind is EventKind.COMPILE:
             if _COMPILE_MORE.match(msg) or msg.startswith("    "):
                 return "take"
             return "close"
@@ -153,7 +153,7 @@ class Framer:
 
 def exception_lines(event: Event) -> list[Record]:
     """The final exception line of each traceback in an event ('ImportError: ...'), the last two of a chain."""
-    if event.kind != "traceback":
+    if event.kind != EventKind.TRACEBACK:
         return []
     out = []
     recs = event.records
@@ -175,7 +175,7 @@ def is_exception_line(msg: str) -> bool:
 
 def frame_lines(event: Event) -> list[Record]:
     """The frame lines of a traceback event ('  File "x.py", line 3, in f'), in order."""
-    if event.kind != "traceback":
+    if event.kind != EventKind.TRACEBACK:
         return []
     return [r for r in event.records if r.message.lstrip().startswith('File "')]
 
