@@ -1,7 +1,7 @@
 """The user's cache dir: what logsense can recompute (compiled rule packs, the taxonomy), kept to start fast.
 
 An entry is marshal data of plain values only (never pickle: nothing in it is ever run), named
-by a hash of everything it was computed from, and checked against its SHA-256 before marshal
+by a hash of everything it was computed from, and checked against its BLAKE2b digest before marshal
 reads it. Whatever is missing, damaged, of another schema or under another name is a miss: a
 wrong or corrupt cache costs the recomputation, never a wrong answer. LOGSENSE_NO_CACHE=1 turns
 the cache off; an unwritable dir only costs the recomputation next time.
@@ -9,11 +9,15 @@ the cache off; an unwritable dir only costs the recomputation next time.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+try:  # CPython's own BLAKE2: `import hashlib` would first initialise OpenSSL, ~10 ms of every start
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # another Python
+    from hashlib import blake2b as _blake2b
 
 SCHEMA = 1
 KEEP = 64  # entries kept: each edit of a pack adds one, the oldest go
@@ -32,14 +36,19 @@ def key(kind: str, data: bytes) -> str:
     """The entry name for `data` read as `kind` (which names the code that reads it) by this logsense and Python."""
     from logsense import __version__
 
-    h = hashlib.sha256(f"{kind}\0logsense {__version__}\0schema {SCHEMA}\0python {sys.version}\0".encode())
+    h = _blake2b(f"{kind}\0logsense {__version__}\0schema {SCHEMA}\0python {sys.version}\0".encode(), digest_size=32)
     h.update(data)
     return h.hexdigest()
 
 
+def digest_of(data: bytes) -> bytes:
+    """A 32-byte digest of `data` (BLAKE2b)."""
+    return _blake2b(data, digest_size=32).digest()
+
+
 def source_digest(paths: tuple[Path, ...]) -> str:
     """A digest of source files, for a `kind` that changes whenever the code that reads an entry does."""
-    h = hashlib.sha256()
+    h = _blake2b(digest_size=32)
     for path in paths:
         try:
             h.update(path.read_bytes())
@@ -56,7 +65,7 @@ def load(name: str) -> Any:
     try:
         blob = (folder / "entries" / f"{name}.bin").read_bytes()
         digest, body = blob[:32], blob[32:]
-        if hashlib.sha256(body).digest() != digest:
+        if digest_of(body) != digest:
             return None  # truncated or damaged: marshal is only ever given the bytes store() wrote
         import marshal
 
@@ -78,7 +87,7 @@ def store(name: str, value: Any) -> None:
         entries = folder / "entries"
         entries.mkdir(parents=True, exist_ok=True)
         tmp = entries / f".{name}.{os.getpid()}.tmp"
-        tmp.write_bytes(hashlib.sha256(body).digest() + body)
+        tmp.write_bytes(digest_of(body) + body)
         tmp.replace(entries / f"{name}.bin")  # readers see the old entry or the new one, never half of one
         _prune(entries)
     except _ERRORS:

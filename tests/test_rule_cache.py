@@ -78,7 +78,6 @@ def test_the_cache_is_used(home, reference, monkeypatch):
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "flipped", "other-entry", "old-schema"])
 def test_a_damaged_entry_is_a_miss(home, reference, damage):
-    import hashlib
     import marshal
 
     load_rules()
@@ -98,7 +97,7 @@ def test_a_damaged_entry_is_a_miss(home, reference, damage):
         elif damage == "old-schema":
             (_schema, name), value = marshal.loads(blob[32:])
             body = marshal.dumps(((store.SCHEMA - 1, name), value))
-            f.write_bytes(hashlib.sha256(body).digest() + body)
+            f.write_bytes(store.digest_of(body) + body)
     assert _plain(load_rules()) == reference
     assert _plain(load_rules()) == reference  # and the entries were rewritten good
 
@@ -107,12 +106,11 @@ def test_a_well_formed_entry_of_wrong_content_is_refused(home, reference):
     """An entry that marshal reads but that holds other types than the codec's is a miss, not a rule."""
     load_rules()
     for f in _entries(home):
-        import hashlib
         import marshal
 
         (header, _value) = marshal.loads(f.read_bytes()[32:])
         body = marshal.dumps((header, [("\0logsense", 0, "NotAType", 1, 2)]))
-        f.write_bytes(hashlib.sha256(body).digest() + body)
+        f.write_bytes(store.digest_of(body) + body)
     assert _plain(load_rules()) == reference
 
 
