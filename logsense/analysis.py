@@ -20,7 +20,7 @@ from logsense.sources.recorded import open_recorded, read_lines
 
 def verdict_only(rules: RuleSet) -> RuleSet:
     """The rules that decide the verdict and nothing else (fatal signals and phases): --no-rules."""
-    return RuleSet([r for r in rules.rules if r.spec.role == Role.FATAL.value], rules.phases, rules.sources)
+    return RuleSet([r for r in rules.rules if r.spec.role is Role.FATAL], rules.phases, rules.sources)
 
 
 def fallback_for(*, classifier: bool = True, baseline: str | None = None, required: bool = False) -> Fallback | None:

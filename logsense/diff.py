@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logsense.analysis import read_into
-from logsense.model import Report
+from logsense.model import Report, Role
 from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet
 from logsense.run_templates import Observing, RunTemplates, TemplateLine
@@ -163,7 +163,7 @@ def diff_logs(good_path: str, bad_path: str, rules: RuleSet) -> DiffResult:
 def benign_patterns(rules: RuleSet) -> list:
     """Lines the fatal rules name as no failure (their `not:`), e.g. "Ignore import error when loading ...":
     an error-looking line of that kind is not an error the bad run printed."""
-    return [p for r in rules.rules if r.spec.role == "fatal" for p in r.not_]
+    return [p for r in rules.rules if r.spec.role is Role.FATAL for p in r.not_]
 
 
 def _mark_benign(lines: list[TemplateLine], benign: list) -> None:
