@@ -357,7 +357,7 @@ def run(args: list[str]) -> int:
     except EOFError as e:
         _stderr(f"logsense: the input ended before it should have ({e or 'EOF'})")
         return int(ExitCode.BAD_INPUT)
-    except Exception as e:  # the one place that turns a bug into a report, not a traceback
+    except Exception as e:  # noqa: BLE001 - the one place that turns a bug into a report, not a traceback
         return _crash(e)
 
 

@@ -229,7 +229,7 @@ class RunTemplates:
     def event(self, event: Event) -> None:
         pass
 
-    def revise(self, diagnoses: list[Diagnosis], facts: dict[str, Any]) -> list[Diagnosis]:
+    def revise(self, diagnoses: list[Diagnosis], facts: dict[str, Any]) -> list[Diagnosis]:  # noqa: ARG002 - the Watcher protocol's signature
         return diagnoses
 
     def record(self, rec: Record, phase: str) -> None:

@@ -55,7 +55,7 @@ class Server:
         self.config = next(c for c in recorder.load_matrix(server="vllm") if c.name == name)
         self.launch = recorder.prepare(self.config, venv, models, workdir / "scratch")
         self.log_path = workdir / "server.log"
-        self.log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.log = open(self.log_path, "wb")  # closed in stop()
         self._holder = recorder.port_holder(self.launch.port, self.config.listen)
         self._holder.__enter__()
         self.proc = recorder.start(self.launch, self.log, workdir / "scratch")

@@ -494,7 +494,7 @@ class _ReaderBackend(_Backend):
     def close(self) -> None:
         try:
             self.r.close()
-        except Exception:  # closing must not hide the reason we stop
+        except Exception:  # noqa: BLE001 - closing must not hide the reason we stop
             pass
 
 
