@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from logsense.errors import SourceError
 from logsense.framing import FRAMING_LITERALS
@@ -287,7 +287,7 @@ class _Ahead:
 def _feed_all(scanned: Iterable[tuple[bytes, list[int]]], p: Pipeline, tail: int, pick: Pick | None) -> None:
     """Feed the candidate lines of every block; the `tail` last lines and the very last line always."""
     ln = 0
-    last = [b"", 0, True]  # the last line read, its number, and whether it was fed
+    last: list[Any] = [b"", 0, True]  # the last line read, its number, and whether it was fed
     it = iter(scanned)
     item = next(it, None)
     while item is not None:
