@@ -9,7 +9,6 @@ was stored is not stored: a wrong or corrupt entry costs a re-parse, never a wro
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from enum import Enum
 from functools import lru_cache
 from pathlib import Path
@@ -127,7 +126,7 @@ def _layout(t: Any) -> tuple[str, ...]:
 def _code_key() -> str:
     """The reading code's source and each cached type's field names (an enum's values): other code, other entries."""
     layout = {name: _layout(t) for name, t in sorted(_types().items())}
-    return cache.source_digest(_CODE) + hashlib.sha256(repr(layout).encode()).hexdigest()[:16]
+    return cache.source_digest(_CODE) + cache.digest_of(repr(layout).encode()).hex()[:16]
 
 
 def load(name: str) -> Any:
