@@ -195,7 +195,7 @@ def mutate_model(model_dir: Path, how: str) -> None:
         # the same weight shapes (q 64x64, k and v 32x64) read as 2 heads of 32 over 1 KV head:
         # vLLM's CPU attention has no kernel for the tiny models' head size of 16
         config = json.loads(config_path.read_text())
-        config["num_attention_heads"], config["num_key_value_heads"] = 2, 1
+        config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"] = 2, 1, 32
         config_path.write_text(json.dumps(config, indent=2))
     elif how == "tokenizer_missing":
         for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"):
