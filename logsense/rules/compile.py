@@ -254,7 +254,7 @@ class Pattern:
             try:
                 if engine is None:
                     raise ImportError("regex's engine not found")
-                self.frozen = marshal.dumps((engine[1], self.regex._pickled_data))
+                self.frozen = marshal.dumps((engine[1], self.regex._pickled_data))  # type: ignore[attr-defined]
             except Exception:  # noqa: BLE001 - no kept form: the text is compiled at first use, and fails there
                 self.frozen = b""
         return self.frozen
@@ -299,9 +299,14 @@ def _engine() -> tuple[Any, tuple[Any, ...]] | None:
             if path is None:
                 return None
             loader = importlib.machinery.ExtensionFileLoader("regex._regex", path)
-            engine = importlib.util.module_from_spec(importlib.util.spec_from_loader("regex._regex", loader))
+            engine_spec = importlib.util.spec_from_loader("regex._regex", loader)
+            if engine_spec is None:
+                return None
+            engine = importlib.util.module_from_spec(engine_spec)
             loader.exec_module(engine)
             sys.modules["regex._regex"] = engine  # the same module `import regex` loads, then finds already here
+        if engine.__file__ is None:
+            return None
         st = os.stat(engine.__file__)
         return engine, (st.st_size, st.st_mtime_ns, engine.MAGIC, engine.get_code_size())
     except Exception:  # noqa: BLE001 - no engine alone: patterns are compiled from their text
