@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from logsense.diff import DiffResult, Run
-from logsense.model import UNKNOWN
+from logsense.model import UNKNOWN, Status
 from logsense.normalize import clean
 from logsense.report.text import duration
 from logsense.run_templates import TemplateLine
@@ -56,7 +56,7 @@ def _verdict(label: str, run: Run) -> Text:
         t.append("cause unknown" if root.cause == UNKNOWN else clean(root.title), style="bold")
         if root.cause != UNKNOWN:
             t.append(f"  [{root.cause}]", style="dim")
-    elif r.status.value == "ready":
+    elif r.status is Status.READY:
         t.append("✓ ready", style="green")
     else:
         t.append(f"… {r.status.value}", style="yellow")
