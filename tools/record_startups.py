@@ -400,15 +400,18 @@ def first_request(port: int) -> str:
     import urllib.error
     import urllib.request
 
-    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
+    base = f"http://127.0.0.1:{port}/v1"
     try:
+        with urllib.request.urlopen(f"{base}/models", timeout=30) as answer:
+            model = json.load(answer)["data"][0]["id"]  # the served name (the model path by default)
+        body = json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+        request = urllib.request.Request(f"{base}/chat/completions", data=body.encode(),
+                                         headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as answer:
             return f"HTTP {answer.status}"
     except urllib.error.HTTPError as e:
         return f"HTTP {e.code}"
-    except OSError as e:
+    except (OSError, ValueError, KeyError, IndexError) as e:
         return f"no answer ({type(e).__name__})"
 
 
