@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 from logsense.errors import SourceError
 from logsense.framing import FRAMING_LITERALS
+from logsense.normalize import Normalizer
 from logsense.pipeline import Pipeline
 from logsense.sources.recorded import MAX_LINE_BYTES, read_lines
 
@@ -293,12 +294,36 @@ def _feed_all(scanned: Iterable[tuple[bytes, list[int]]], p: Pipeline, tail: int
     while item is not None:
         following = next(it, None)  # the last block is known only when the next one is looked for
         body, starts = item
+        if following is None:
+            dated = _last_dated(body)
+            if dated is not None and dated not in starts:
+                starts = sorted([*starts, dated])
         ln = _feed_block(body, starts, ln, p, last, tail if following is None else 0, pick)
         item = following
     if not last[2]:
         # the log's last line dates its end (the last phase's duration), wanted or not
         p.feed_line(last[1], last[0].decode("utf-8", "replace"))
     p.lines = max(p.lines, ln)
+
+
+DATED_LOOKBACK = 1000  # lines searched back from the end for the last one with a time
+
+
+def _last_dated(body: bytes) -> int | None:
+    """Where the last line with a timestamp starts (the last phase ends at the last time the log shows).
+
+    A log that ends in a traceback ends in lines with no time of their own.
+    """
+    end = len(body) - 1  # the newline that ends the last line
+    for _ in range(DATED_LOOKBACK):
+        if end <= 0:
+            return None
+        start = body.rfind(b"\n", 0, end) + 1
+        raw = body[start : min(end, start + MAX_LINE_BYTES)].decode("utf-8", "replace")
+        if any(rec.time for rec in Normalizer().feed(0, raw)):
+            return start
+        end = start - 1
+    return None
 
 
 def _feed_block(body: bytes, starts: list[int], ln: int, p: Pipeline, last: list, tail: int = 0,

@@ -18,7 +18,7 @@ from logsense.pipeline import Pipeline
 from logsense.scan import BACKENDS, _backend, feed_stream
 from logsense.sources.recorded import read_lines
 
-SMALL_BLOCK = 4096  # so that a corpus log spans many blocks and the threaded path runs on it
+SMALL_BLOCK = 8192  # so that many corpus logs span several blocks and the threaded path runs on them
 
 
 def _report(rules, data: bytes, scan: bool, parallel: bool | None = None) -> dict:
