@@ -27,8 +27,10 @@ def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: 
     except ImportError:
         raise UsageError("logsense stats needs pandas: pip install 'logsense[stats]'") from None
     from logsense.learn.batch import frame
+    from logsense.progress import Progress
 
-    df = frame(paths, jobs)
+    with Progress("logs read:") as progress:
+        df = frame(paths, jobs, on_row=lambda row: progress.step(row["source"]))
     if df.empty:
         raise UsageError(f"{', '.join(paths)}: no logs found (*.log, *.log.gz, *.txt, archives)")
     if fmt == "table":

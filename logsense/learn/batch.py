@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,31 +296,27 @@ def tasks(paths: Iterable[str], spool: str) -> Iterator[LogSource]:
             yield LogSource(p, p)
 
 
-def _run(task: LogSource) -> dict:
-    return row_from_path(task)
-
-
-def collect(paths: Iterable[str], jobs: int = 0) -> list[dict]:
-    """Every log's row, in input order; `jobs` worker processes (0: one per core, 1: none)."""
-    from logsense.progress import Progress
-
+def collect(paths: Iterable[str], jobs: int = 0, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """Every log's row, in input order; `jobs` worker processes (0: one per core, 1: none); `on_row` sees
+    each row as it comes (a progress line)."""
     jobs = jobs or os.cpu_count() or 1
     out: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="logsense-stats-") as spool, Progress("logs read:") as progress:
+    with tempfile.TemporaryDirectory(prefix="logsense-stats-") as spool:
         todo = tasks(paths, spool)
 
         def done(row: dict) -> None:
             out.append(row)
-            progress.step(row["source"])
+            if on_row is not None:
+                on_row(row)
 
         if jobs <= 1:
             for t in todo:
-                done(_run(t))
+                done(row_from_path(t))
             return out
         pending: deque[Future] = deque()
         with ProcessPoolExecutor(max_workers=jobs) as ex:
             for t in todo:
-                pending.append(ex.submit(_run, t))
+                pending.append(ex.submit(row_from_path, t))
                 while len(pending) >= jobs * 4:  # bounded: at most this many spooled members on disk
                     done(pending.popleft().result())
             while pending:
@@ -328,13 +324,13 @@ def collect(paths: Iterable[str], jobs: int = 0) -> list[dict]:
         return out
 
 
-def frame(paths: Iterable[str] | str, jobs: int = 0):
-    """A pandas DataFrame, one row per log, columns as in COLUMNS."""
+def frame(paths: Iterable[str] | str, jobs: int = 0, on_row: Callable[[dict], None] | None = None):
+    """A pandas DataFrame, one row per log, columns as in COLUMNS (`jobs`, `on_row`: as for `collect`)."""
     import pandas as pd
 
     if isinstance(paths, (str, Path)):
         paths = [str(paths)]
-    df = pd.DataFrame(collect([str(p) for p in paths], jobs), columns=COLUMNS)
+    df = pd.DataFrame(collect([str(p) for p in paths], jobs, on_row), columns=COLUMNS)
     for col, kind in COLUMN_TYPES.items():
         if kind == "double":
             df[col] = pd.to_numeric(df[col], errors="coerce")
