@@ -84,7 +84,7 @@ def _typed(name: str, value: str) -> Any:
 # (a test checks the list against what the corpus yields).
 FACT_NAMES = frozenset(
     {name for _, _, name in _SIMPLE} | set(_VLLM_FACTS.values())
-    | {"server", "server_version", "python_minor", "python_version", "gpu_count", "model_is_multimodal",
+    | {"server", "server_version", "python_minor", "python_version", "gpu_count", "model_is_multimodal", "model_is_local",
        "model_path", "tp_size", "dp_size", "ep_size", "pp_size", "attention_backend", "mm_attention_backend", "port",
        "context_length", "chunked_prefill_size", "cuda_graph_max_bs", "mem_fraction_static", "max_running_requests",
        "quantization", "kv_cache_dtype", "skip_server_warmup", "disable_cuda_graph", "enable_torch_compile",
@@ -318,6 +318,7 @@ class Facts:
             tps = [r for r in self._ranks for part in r.split() if part.startswith("TP")]
             f.setdefault("gpu_count", len(set(tps)) or None)
         f["model_is_multimodal"] = self._multimodal(f)
+        f["model_is_local"] = _is_local_path(f.get("model_path"))
         return f
 
     def _multimodal(self, f: dict[str, Any]) -> bool | None:
@@ -330,3 +331,12 @@ class Facts:
         if _MULTIMODAL_ARCH.search(path.rsplit("/", 1)[-1]):
             return True
         return True if self.mm_hint else None
+
+
+def _is_local_path(path: object) -> bool | None:
+    """True for a filesystem path, False for a hub id (org/name), None when the log gives neither."""
+    if not isinstance(path, str) or not path:
+        return None
+    if path.startswith(("/", "./", "../", "~")) or path in (".", ".."):
+        return True
+    return False if re.fullmatch(r"[\w.-]+(?:/[\w.-]+)?", path) else None
