@@ -15,7 +15,7 @@ from typing import Any
 from logsense.commands.common import rules_from_options
 from logsense.commands.tail import WallClock, analysis_factory, source_kind
 from logsense.report.console import console
-from logsense.session import EXIT, Outcome, Session, Verdict
+from logsense.session import EXIT, YEARLESS, Outcome, Session, Verdict
 from logsense.sources.stream import FileSource, JournalItems, Source
 
 COLUMNS = ("attempt", "started", "outcome", "phase", "cause", "seconds", "changed")
@@ -59,6 +59,14 @@ def attempts(source: Source, session: Session) -> list[Verdict]:
     return [v for v in session.verdicts if v.first_line is not None]
 
 
+def _started(t: str | None) -> str | None:
+    """The attempt's start to the second; a log that never names its year (vLLM's, journalctl's short
+    format) shows month and day only, never the placeholder year it is read with."""
+    if not t:
+        return None
+    return t[5:19] if t.startswith(f"{YEARLESS}-") else t[:19]
+
+
 def table(verdicts: list[Verdict]) -> list[dict[str, Any]]:
     rows = []
     before: dict[str, Any] | None = None
@@ -67,7 +75,7 @@ def table(verdicts: list[Verdict]) -> list[dict[str, Any]]:
         root = v.report.root
         rows.append({
             "attempt": n,
-            "started": v.started_at[:19] if v.started_at else None,  # to the second
+            "started": _started(v.started_at),
             "outcome": v.outcome.value,
             "phase": root.phase if root is not None and root.phase else v.report.phase,
             "cause": root.cause if root is not None else None,
