@@ -38,7 +38,8 @@ MAX_ITEMS = 500  # lines listed per side in the JSON (the counts are always comp
 # Facts compared first and in this order; then every other fact, then the flags.
 SETUP_FACTS = ("sglang_version", "torch_version", "cuda_version", "driver_version", "python_version", "gpu_name",
                "gpu_count", "model_path", "model_arch", "model_is_multimodal")
-NOISY_FACTS = {"arg_random_seed", "python_minor"}  # chosen anew at every start / a copy of python_version
+# chosen anew at every start / a copy of python_version / read from model_path
+NOISY_FACTS = {"arg_random_seed", "python_minor", "model_is_local"}
 
 
 @dataclass
