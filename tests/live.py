@@ -117,3 +117,57 @@ def analyze_json(path: Path) -> dict:
     done = subprocess.run([sys.executable, "-m", "logsense", "analyze", str(path), "--format", "json"],
                           capture_output=True, text=True, timeout=120)
     return json.loads(done.stdout)
+
+
+def tail_and_analyze_agree(server: Server, cause: str) -> dict:
+    """tail --until-ready on the live log and analyze on the finished file both name `cause`, with the
+    same fixes; returns analyze's root diagnosis."""
+    tail = logsense_process("tail", str(server.log_path), "--until-ready", "--timeout", "5m", "--format", "jsonl")
+    out, err = tail.communicate(timeout=320)
+    assert tail.returncode == 1, f"tail exit {tail.returncode}\n{out[-2000:]}\n{err[-2000:]}"
+    end = jsonl(out)[-1]
+    assert end["event"] == "end" and end["cause"] == cause, end
+    try:  # the finished file, as analyze sees it afterwards
+        server.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.stop()  # after a bind error uvicorn can wait in shutdown for good
+    report = analyze_json(server.log_path)
+    roots = [d for d in report.get("diagnoses", []) if d.get("root")]
+    assert roots and roots[0]["cause"] == cause, report
+    assert end["diagnosis"]["cause"] == roots[0]["cause"]
+    assert [f["value"] for f in end["diagnosis"].get("fixes", [])] == [f["value"] for f in roots[0].get("fixes", [])]
+    return roots[0]
+
+
+def diff_names(good: Path, bad: Server, *words: str) -> None:
+    """`logsense diff` of a recorded healthy start against a failed live one names one of `words`."""
+    bad.proc.wait(timeout=300)
+    done = subprocess.run([sys.executable, "-m", "logsense", "diff", str(good), str(bad.log_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert any(w in done.stdout for w in words), done.stdout
+
+
+def ready_probed_then_killed(server: Server, start_timeout: float, probe: tuple[str, ...]) -> None:
+    """A healthy start: tail exits 0 soon after the ready line, tail --probe (`probe`: its extra options)
+    gets an answer, and once the server is killed, the same ready log probed exits 4."""
+    tail = logsense_process("tail", str(server.log_path), "--until-ready", "--timeout", f"{int(start_timeout)}s",
+                            "--format", "jsonl")
+    ready_at = server.ready_at(time.monotonic() + start_timeout)
+    assert ready_at is not None, "the server never printed its ready line:\n" + server.log_path.read_text()[-3000:]
+    out, err = tail.communicate(timeout=60)
+    lag = time.monotonic() - ready_at
+    assert tail.returncode == 0, f"tail exit {tail.returncode}\n{out[-2000:]}\n{err[-2000:]}"
+    assert lag < 10, f"tail took {lag:.1f} s after the ready line"
+    assert jsonl(out)[-1]["event"] == "end"
+
+    probed = logsense_process("tail", str(server.log_path), "--until-ready", "--timeout", "3m", "--format", "jsonl",
+                              "--probe", server.url, "--probe-every", "2s", *probe)
+    out, err = probed.communicate(timeout=240)
+    assert probed.returncode == 0, f"tail --probe exit {probed.returncode}\n{out[-2000:]}\n{err[-2000:]}"
+
+    server.stop()  # the log still says ready; nothing answers any more
+    dead = logsense_process("tail", str(server.log_path), "--until-ready", "--timeout", "2m", "--format", "jsonl",
+                            "--probe", server.url, "--probe-every", "1s", "--probe-tries", "2", "--probe-timeout", "2s")
+    out, err = dead.communicate(timeout=120)
+    assert dead.returncode == 4, f"tail --probe on a killed server: exit {dead.returncode}\n{out[-2000:]}\n{err[-2000:]}"
