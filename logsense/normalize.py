@@ -60,7 +60,8 @@ _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct N
 
 # The year given to a time printed without one (journalctl short, vLLM): durations and order hold, and
 # the reports print such a time without it (`shown_time`).
-PLACEHOLDER_YEAR = "2000-"
+YEARLESS = 2000
+PLACEHOLDER_YEAR = f"{YEARLESS}-"
 _YEARLESS = re.compile(r"2000-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
 
 MAX_LINE = 64 * 1024  # longer lines are cut for matching; the server_args dump is ~10 KB
@@ -82,6 +83,11 @@ def shown_time(t: str | None) -> str | None:
     if t and t.startswith(PLACEHOLDER_YEAR) and _YEARLESS.fullmatch(t):
         return t[len(PLACEHOLDER_YEAR):]
     return t
+
+
+def in_year(t: str, year: int | str | None) -> str:
+    """A time read without its year put in `year` (one the log gave elsewhere); any other time as it is."""
+    return f"{year}-{t[len(PLACEHOLDER_YEAR):]}" if year is not None and t.startswith(PLACEHOLDER_YEAR) else t
 
 
 def fold_progress(text: str) -> str:

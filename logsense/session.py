@@ -25,13 +25,13 @@ from typing import Any, Protocol
 
 from logsense.logtime import parse_time
 from logsense.model import Diagnosis, Record, Report, Status, UpdateKind
+from logsense.normalize import YEARLESS, in_year
 from logsense.rules import RuleSet
 from logsense.timeline import RESTART_AFTER
 
 QUIET = 0.5  # seconds without a new line before open events are closed
 LINGER = 2.0  # at most this long after a failure for the lines that complete it
 SKEW_LIMIT = 12 * 3600  # a log whose times are further than this from the clock is not live
-YEARLESS = 2000  # the year a time without one is read with
 
 
 class Clock(Protocol):
@@ -311,7 +311,7 @@ class Session:
             if epoch is not None:
                 if s.first_epoch is None:
                     s.first_epoch = epoch
-                    s.started_at = _with_year(rec.time, self._year)
+                    s.started_at = in_year(rec.time, self._year)
                 s.last_epoch = epoch
                 self.skew = self.clock.time() - epoch
         self._updates(out, s.pipeline.feed(rec))
@@ -419,13 +419,9 @@ class Session:
                 first = log_time(s.started_at, self.utc_times)
                 if first is not None and first.year == YEARLESS:
                     s.first_epoch = first.replace(year=dt.year).timestamp()
-                    s.started_at = _with_year(s.started_at, dt.year)
+                    s.started_at = in_year(s.started_at, dt.year)
             self._year = dt.year
         return dt.timestamp()
-
-
-def _with_year(t: str, year: int | None) -> str:
-    return f"{year}{t[4:]}" if year is not None and t.startswith(f"{YEARLESS}-") else t
 
 
 def log_time(t: str | None, utc: bool) -> datetime | None:

@@ -14,8 +14,9 @@ from typing import Any
 
 from logsense.commands.common import rules_from_options
 from logsense.commands.tail import WallClock, analysis_factory, source_kind
+from logsense.normalize import shown_time
 from logsense.report.console import console
-from logsense.session import EXIT, YEARLESS, Outcome, Session, Verdict
+from logsense.session import EXIT, Outcome, Session, Verdict
 from logsense.sources.stream import FileSource, JournalItems, Source
 
 COLUMNS = ("attempt", "started", "outcome", "phase", "cause", "seconds", "changed")
@@ -62,9 +63,7 @@ def attempts(source: Source, session: Session) -> list[Verdict]:
 def _started(t: str | None) -> str | None:
     """The attempt's start to the second; a log that never names its year (vLLM's, journalctl's short
     format) shows month and day only, never the placeholder year it is read with."""
-    if not t:
-        return None
-    return t[5:19] if t.startswith(f"{YEARLESS}-") else t[:19]
+    return shown_time(t[:19]) if t else None
 
 
 def table(verdicts: list[Verdict]) -> list[dict[str, Any]]:

@@ -169,12 +169,11 @@ def _elapsed(first: str | None, then: str | None) -> float | None:
     gives them a placeholder one) while the server's own carry it: a pair of one of each is read in the
     year the log does print."""
     from logsense.logtime import seconds_between
-    from logsense.normalize import PLACEHOLDER_YEAR
+    from logsense.normalize import PLACEHOLDER_YEAR, in_year
 
     if first and then and first.startswith(PLACEHOLDER_YEAR) != then.startswith(PLACEHOLDER_YEAR):
-        year = (then if first.startswith(PLACEHOLDER_YEAR) else first)[: len(PLACEHOLDER_YEAR)]
-        first, then = (year + t[len(PLACEHOLDER_YEAR):] if t.startswith(PLACEHOLDER_YEAR) else t
-                       for t in (first, then))
+        year = (then if first.startswith(PLACEHOLDER_YEAR) else first)[:4]
+        first, then = in_year(first, year), in_year(then, year)
     return seconds_between(first, then)
 
 
