@@ -50,6 +50,7 @@ from logsense.examples import (
     run_phase_examples,
 )
 from logsense.model import HEALTHY, UNKNOWN, Report, Role
+from logsense.paths import display
 from logsense.rules import RuleSet, bundled_rules_dir, load_rules, pack_files
 from logsense.rules.compile import CompiledRule
 from logsense.rules.phases import PhaseSpec
@@ -107,15 +108,6 @@ class Result:
 
 def _n(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def display(path: Path | str) -> str:
-    """A path as the user would type it: relative to the working directory when inside it."""
-    p = Path(path)
-    try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return str(p)
 
 
 # ---------------------------------------------------------------- what the paths are

@@ -11,9 +11,10 @@ from functools import cache
 import pytest
 
 from conftest import CORPORA
-from logsense.check import Checked, check_incident, display
+from logsense.check import Checked, check_incident
 from logsense.corpus import CorpusEntry, corpus_entries
 from logsense.model import Status
+from logsense.paths import display
 
 INCIDENTS = corpus_entries(CORPORA)
 

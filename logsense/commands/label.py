@@ -68,8 +68,8 @@ def main(
     force: bool = False,
 ) -> int:
     from logsense.analysis import analyze_path
-    from logsense.check import display
     from logsense.corpus import Label, compare, describe, is_label, label_for
+    from logsense.paths import display
 
     log = Path(incident)
     if is_label(log):

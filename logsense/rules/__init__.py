@@ -7,6 +7,7 @@ from functools import cached_property
 from pathlib import Path
 
 from logsense.errors import RuleError, RuleErrors
+from logsense.paths import display
 from logsense.prefilter import LiteralIndex
 from logsense.rules import cache
 from logsense.rules.compile import CompiledRule, compile_rule
@@ -113,20 +114,13 @@ def _cached_phases(path: Path, display: str) -> list[PhaseSpec]:
 def bundled_phase_names() -> tuple[str, ...]:
     """The phases of the bundled phase file, for what is checked without a rule set (labels, `label --phase`)."""
     path = bundled_rules_dir() / "phases.yaml"
-    return phase_names(_cached_phases(path, _display(path)))
+    return phase_names(_cached_phases(path, display(path)))
 
 
 def pack_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
     return sorted(p for p in root.rglob("*.yaml") if p.name != "phases.yaml" and not p.name.endswith(".label.yaml"))
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def load_rules(extra: list[str] | None = None, only: list[str] | None = None, strict: bool = True) -> RuleSet:
@@ -149,24 +143,24 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
         phase_file = root / "phases.yaml" if root.is_dir() else None
         if phase_file is not None and phase_file.is_file():
             try:
-                phases = _cached_phases(phase_file, _display(phase_file))
+                phases = _cached_phases(phase_file, display(phase_file))
             except RuleErrors as e:
                 errors.extend(e.errors)
         for path in pack_files(root):
-            display = _display(path)
-            sources.append(display)
-            compiled, errs = _cached_pack(path, display)
+            shown = display(path)
+            sources.append(shown)
+            compiled, errs = _cached_pack(path, shown)
             errors.extend(errs)
             for rule in compiled:
                 if rule.id in seen:
-                    errors.append(RuleError(display, rule.spec.line, f"duplicate rule id (also in {seen[rule.id]})",
+                    errors.append(RuleError(shown, rule.spec.line, f"duplicate rule id (also in {seen[rule.id]})",
                                             rule=rule.id, field="id"))
                     continue
-                seen[rule.id] = display
+                seen[rule.id] = shown
                 rules.append(rule)
     if phases is None:
         bundled = bundled_rules_dir() / "phases.yaml"
-        phases = _cached_phases(bundled, _display(bundled)) if bundled.is_file() else []
+        phases = _cached_phases(bundled, display(bundled)) if bundled.is_file() else []
     errors.extend(unknown_phases(rules, phase_names(phases)))
     if errors and strict:
         raise RuleErrors(errors)
