@@ -338,7 +338,7 @@ def check_false_alarms(rs: RuleSet, rules: list[CompiledRule], healthy_logs: lis
         except (SourceError, *_READ_ERRORS):
             continue  # the incident check reports it
         # a line the server went on past to become ready did not stop it (the verdict agrees)
-        ready_at = next((ph.start_line for ph in report.phases if ph.name == "serving"), 0)
+        ready_at = next((ph.start_line for ph in report.phases if ph.ready), 0)
         seen = set()
         for m in matches:
             if m.rule_id not in ids or m.role is not Role.ROOT or m.rule_id in seen or m.event.last_line < ready_at:

@@ -102,6 +102,7 @@ class PhaseRow:
     bad: float | None
     in_good: bool
     in_bad: bool
+    ready: bool = False  # the ready phase: it lasts as long as the server, so it has no duration
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "good_seconds": self.good, "bad_seconds": self.bad, "in_good": self.in_good,
@@ -278,5 +279,6 @@ def phase_rows(good: Report, bad: Report, order: Iterable[str]) -> list[PhaseRow
     for name in order:
         if name in g or name in b:
             rows.append(PhaseRow(name, g[name].seconds if name in g else None,
-                                 b[name].seconds if name in b else None, name in g, name in b))
+                                 b[name].seconds if name in b else None, name in g, name in b,
+                                 ready=(g.get(name) or b[name]).ready))
     return rows

@@ -196,6 +196,7 @@ class Phase:
     start: str | None
     end: str | None
     start_line: int
+    ready: bool = False  # the phase file marks it `ready: true`: the server serves from here on
 
     @property
     def seconds(self) -> float | None:

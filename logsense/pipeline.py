@@ -95,7 +95,7 @@ class Pipeline:
             self.ranker.clear()
             self.facts = Facts()
         if entered:
-            kind = UpdateKind.READY if self.timeline.ready and entered == "serving" else UpdateKind.PHASE
+            kind = UpdateKind.READY if self.timeline.ready and self.timeline.is_ready_phase(entered) else UpdateKind.PHASE
             if kind is UpdateKind.READY:
                 out.extend(self.flush())  # what is still open at the ready line happened before it
                 self.ranker.survived()  # fatal-looking lines and symptoms before ready were not fatal

@@ -330,7 +330,8 @@ class Session:
                 s.phase_epoch = epoch if epoch is not None else self.log_now()
                 s.progress = None
                 since = epoch - s.first_epoch if epoch is not None and s.first_epoch is not None else None
-                self._say(out, "phase", name=s.phase, since_start=since, line=u.line, at=u.time)
+                self._say(out, "phase", name=s.phase, since_start=since, line=u.line, at=u.time,
+                          ready=u.kind is UpdateKind.READY)
                 if u.kind is UpdateKind.READY:
                     s.ready_since = since
                     self._say(out, "ready", phases=s.pipeline.timeline.phases(), total=since)

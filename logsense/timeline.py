@@ -76,6 +76,10 @@ class Timeline:
                     self.progress = progress
         return entered, progress
 
+    def is_ready_phase(self, phase: str) -> bool:
+        """True for a phase the phase file marks `ready: true` (whatever its name)."""
+        return phase in self._ready_phases
+
     def past(self, phase: str) -> bool:
         """True once the timeline has reached `phase` (never, for a phase the phase file lacks)."""
         return phase in self.order and self.order.get(self.current, 0) >= self.order[phase]
@@ -103,5 +107,5 @@ class Timeline:
         for i, (name, start, line) in enumerate(self._phases):
             nxt = self._phases[i + 1] if i + 1 < len(self._phases) else None
             end = nxt[1] if nxt else (None if name in self._ready_phases else self.last_time)
-            out.append(Phase(name, start, end, line))
+            out.append(Phase(name, start, end, line, ready=name in self._ready_phases))
         return tuple(out)

@@ -136,7 +136,7 @@ def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, clas
     report = p.finish(name)
     root = report.root
     tl = p.timeline
-    ready_time = next((ph.start for ph in report.phases if ph.name == "serving"), None) if tl.ready else None
+    ready_time = next((ph.start for ph in report.phases if ph.ready), None) if tl.ready else None
     fail_time = None
     if root is not None:
         fail_time = failed_at.get(root.cause) or _time_at(recent, root.evidence[0].line if root.evidence else None)

@@ -195,7 +195,7 @@ def render(result: DiffResult, console: Console) -> None:
         table.add_column(Text("good", style="bold"), justify="right")
         table.add_column(Text("bad", style="bold"), justify="right")
         for p in result.phases:
-            g = Text(duration(p.good) if p.name != "serving" else "✓") if p.in_good else Text("—", style="dim")
-            b = Text(duration(p.bad) if p.name != "serving" else "✓") if p.in_bad else Text("—", style="dim")
+            g = Text(duration(p.good) if not p.ready else "✓") if p.in_good else Text("—", style="dim")
+            b = Text(duration(p.bad) if not p.ready else "✓") if p.in_bad else Text("—", style="dim")
             table.add_row(Text(p.name), g, b)
         console.print(table)

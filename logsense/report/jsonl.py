@@ -36,7 +36,8 @@ class JsonlView:
     def notice(self, text: str) -> None:
         self.emit("notice", message=text)
 
-    def phase(self, name: str, since_start: float | None, line: int | None, at: str | None) -> None:
+    def phase(self, name: str, since_start: float | None, line: int | None, at: str | None,
+              ready: bool = False) -> None:  # noqa: ARG002 - the "ready" event that follows says it
         self.emit("phase", phase=name, line=line, time=at, since_start=_round(since_start))
 
     def progress(self, phase: str | None, done: int, total: int) -> None:

@@ -33,7 +33,7 @@ def timeline(phases: tuple[Phase, ...], total: float | None) -> Text:
     t = Text("✓ ready", style="bold green")
     if total is not None:
         t.append(f" at {duration(total)}", style="bold green")
-    parts = [(p.name, p.seconds) for p in phases if p.name != "serving"]
+    parts = [(p.name, p.seconds) for p in phases if not p.ready]
     if parts:
         t.append(": ")
         for i, (name, s) in enumerate(parts):
@@ -71,8 +71,9 @@ class LiveView:
     def notice(self, text: str) -> None:
         self._print(Text(clean(text), style="dim"))
 
-    def phase(self, name: str, since_start: float | None, line: int | None, at: str | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
-        if name == "serving":
+    def phase(self, name: str, since_start: float | None, line: int | None, at: str | None,  # noqa: ARG002 - a view method: tail calls every view with the same keywords
+              ready: bool = False) -> None:
+        if ready:
             return  # the ready line that follows says it, with the timeline
         t = Text(f"{duration(since_start) if since_start is not None else '':>9}  ", style="dim")
         t.append("▸ ", style="cyan")

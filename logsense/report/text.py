@@ -39,7 +39,7 @@ def phase_summary(report: Report) -> Text:
         if i:
             t.append(" → ", style="dim")
         t.append(p.name)
-        if p.seconds is not None and p.name != "serving":
+        if p.seconds is not None and not p.ready:
             t.append(f" {duration(p.seconds)}", style="dim")
     return t
 
