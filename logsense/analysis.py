@@ -14,7 +14,7 @@ from functools import lru_cache
 from logsense.model import Report, Role, RuleProblem
 from logsense.pipeline import Fallback, Pipeline
 from logsense.rules import RuleSet
-from logsense.scan import Pick, feed_stream
+from logsense.scan import feed_stream
 from logsense.sources.recorded import open_recorded, read_lines
 
 
@@ -56,19 +56,21 @@ def analysis_pipeline(rules: RuleSet, *, classifier: bool = True, baseline: str 
     return Pipeline(rules, fallback_for(classifier=classifier, baseline=baseline, required=no_rules))
 
 
-def read_into(p: Pipeline, path: str, pick: Pick | None = None) -> tuple[Report, list[RuleProblem]]:
+def read_into(p: Pipeline, path: str) -> tuple[Report, list[RuleProblem]]:
     """Feed one recorded log ('-' is stdin) through `p`; the report and any rule problems.
 
-    `pick`: more lines the block scanner is to feed (see `feed_stream`).
+    A fallback whose `Reading` says `pick` has its watcher name more lines for the block scanner
+    to feed (see `feed_stream`).
     """
     fp, name = open_recorded(path)
     try:
         # The block scanner feeds only the lines some stage can use (the fallback names what it
-        # reads); a fallback that watches every record (--baseline) needs every line.
+        # reads); a fallback that watches every record needs every line.
         if p.reading.every_line or os.environ.get("LOGSENSE_SCAN") == "off":
             for line_no, text in read_lines(fp, name):
                 p.feed_line(line_no, text)
         else:
+            pick = getattr(p.watcher, "pick", None) if p.reading.pick else None
             feed_stream(fp, p, name, tail=p.reading.tail, pick=pick)
         return p.finish(name), p.matcher.problems
     finally:

@@ -60,7 +60,7 @@ def read_run(path: str, rules: RuleSet, reference: TemplateMiner | None = None) 
     p = Pipeline(rules, Observing(reference))
     obs = p.watcher
     assert isinstance(obs, RunTemplates)
-    report, _ = read_into(p, path, pick=obs.pick)
+    report, _ = read_into(p, path)
     obs.settle()
     return Run(report, obs, p.timeline.restarts)
 

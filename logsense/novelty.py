@@ -99,11 +99,12 @@ class NoveltyHook:
     is asked first, and the novel lines are used only when it leaves the cause unknown.
     """
 
-    reading = Reading(every_line=True)  # a line new to the baselines can be any line
-
     def __init__(self, baseline: Baseline, inner: Fallback | None = None) -> None:
         self.baseline = baseline
         self.inner = inner
+        # a line new to the baselines can be any line: the observer's `pick` has the scanner feed the
+        # first line of each shape of line (and counts the rest), beside what the inner fallback reads
+        self.reading = replace(inner.reading if inner is not None else Reading(), pick=True)
 
     def watch(self, timeline: Timeline) -> NoveltyWatch:
         observer = RunTemplates(timeline, reference=self.baseline.miner, keep_all=False)
@@ -128,7 +129,12 @@ class NoveltyWatch:
         if self.inner is not None:
             self.inner.event(event)
 
+    def pick(self, block: bytes, lines_before: int, candidates: list[int]) -> list[int]:
+        """The block scanner's hook: the lines the observer must see (see `RunTemplates.pick`)."""
+        return self.observer.pick(block, lines_before, candidates)
+
     def revise(self, diagnoses: list[Diagnosis], facts: dict[str, Any]) -> list[Diagnosis]:
+        self.observer.settle()  # the lines `pick` counted without feeding them
         if self.inner is not None:
             diagnoses = self.inner.revise(diagnoses, facts)
             if diagnoses and diagnoses[0].root and diagnoses[0].cause != UNKNOWN:

@@ -34,6 +34,7 @@ class Reading:
     every_line: bool = False
     literals: Literals = ((), ())
     tail: int = 0
+    pick: bool = False  # its watcher's `pick` (a `scan.Pick`) names more lines of each block to feed
 
 
 class Watcher(Protocol):

@@ -380,7 +380,7 @@ def _probe(raw: bytes, shape: bytes) -> _Shape:
 class Observing:
     """The fallback that only watches: a `RunTemplates` mines the lines of the run."""
 
-    reading = Reading()  # the scanner's lines, and those `RunTemplates.pick` wants
+    reading = Reading(pick=True)  # the scanner's lines, and those `RunTemplates.pick` wants
 
     def __init__(self, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
         self.reference = reference
