@@ -1,18 +1,28 @@
-"""The command line: options and help only; each command calls logsense.commands.*.main."""
+"""The command line: every command's options and help (typer), the entry point and its error boundary.
+
+typer (with its click) costs more to import than a short run takes, so this module does not import
+it: the annotations below are strings (PEP 563) that typer evaluates only when it builds the
+commands (`_typer_app`), and a plain command line of a command in logsense/cli_spec.py (the
+options as typer defines them here, generated) is parsed from that spec and calls the same
+function. Anything else (help, a typo, `--`, a missing value) goes to typer, which says it best.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated, Optional
-
-import typer
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 from logsense import __version__
 from logsense.report import FORMATS as REPORT_FORMATS
 
 if TYPE_CHECKING:
+    import typer
     from typer._click import Command as ClickCommand  # the click that typer carries
+
+    from logsense.cli_options import FormatOpt, OnlyOpt, RulesOpt
 
 # What the app and a command built alone (see `_command`) share.
 _SETTINGS = {
@@ -21,36 +31,35 @@ _SETTINGS = {
     "pretty_exceptions_enable": False,
     "context_settings": {"help_option_names": ["-h", "--help"]},  # every subcommand inherits -h
 }
-app = typer.Typer(
-    name="logsense",
-    help="Tells why an LLM inference server (SGLang) failed to start, and how to fix it.",
-    no_args_is_help=True,
-    **_SETTINGS,  # type: ignore[arg-type]
-)
-rules_app = typer.Typer(help="List, show, test and export the rule packs.", no_args_is_help=True)
-app.add_typer(rules_app, name="rules")
+# Every command's function by its full name ("analyze", "rules list"), with what typer's
+# `command()` is to be given for it: the one registry both typer and the spec's parser use.
+COMMANDS: dict[str, tuple[Callable[..., int], dict[str, Any]]] = {}
 
-RulesOpt = Annotated[Optional[list[str]], typer.Option("--rules", help="Also load the rule packs in this dir/file (repeatable).")]
-OnlyOpt = Annotated[
-    Optional[list[str]], typer.Option("--only-rules", help="Load only these rule packs, not the bundled ones (repeatable).")
-]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="text or json.")]
+
+def _command_def(name: str | None = None, group: str | None = None, **settings: Any) -> Callable:
+    def register(fn: Callable[..., int]) -> Callable[..., int]:
+        full = name or fn.__name__.replace("_", "-")
+        COMMANDS[f"{group} {full}" if group else full] = (fn, settings)
+        return fn
+
+    return register
 
 
 def _version(value: bool) -> None:
     if value:
+        import typer
+
         print(f"logsense {__version__}")
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     """logsense reads startup logs from files, stdin or journald; fixes are advice: it never runs them."""
 
 
-@app.command()
+@_command_def()
 def analyze(
     paths: Annotated[list[str], typer.Argument(help="Log files (plain or .gz); '-' reads stdin.", metavar="FILE|-")],
     fmt: FormatOpt = "text",
@@ -61,15 +70,15 @@ def analyze(
     baseline: Annotated[
         Optional[str], typer.Option("--baseline", help="Healthy logs (dir): show lines never seen in them when no rule knows.")
     ] = None,
-) -> None:
+) -> int:
     """Diagnose a recorded startup log: root cause, evidence, fix. Exit 1 when a failure is found."""
     _check_format(fmt, REPORT_FORMATS)
     from logsense.commands import analyze as cmd
 
-    raise typer.Exit(cmd.main(paths, fmt, rules, only_rules, no_rules, not no_classifier, baseline))
+    return cmd.main(paths, fmt, rules, only_rules, no_rules, not no_classifier, baseline)
 
 
-@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+@_command_def(context_settings={"help_option_names": ["-h", "--help"]})
 def tail(
     target: Annotated[Optional[str], typer.Argument(help="A systemd unit, or a log file path to follow.")] = None,
     unit: Annotated[Optional[str], typer.Option("--unit", "-u", help="The systemd unit (as journalctl -u).")] = None,
@@ -98,7 +107,7 @@ def tail(
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say which journal reader is used, and file rotations.")] = False,
-) -> None:
+) -> int:
     """Follow a unit's journal (from its latest start) or a file, showing the startup live.
 
     Exit: 0 ready (--until-ready), 1 failure or the unit stopped, 2 bad input, 3 --timeout or
@@ -112,15 +121,15 @@ def tail(
         raise UsageError("-f/--follow and --no-follow: give one")
     from logsense.commands import tail as cmd
 
-    raise typer.Exit(cmd.main(target=target, until_ready=until_ready, timeout=timeout, fmt=fmt, files=file or [],
-                              directory=directory, since=since, until=until, boot=boot, resume=resume,
-                              from_start=from_start, follow=not no_follow, rules=rules, only_rules=only_rules,
-                              verbose=verbose, unit=unit, probe=probe, probe_api=probe_api,
-                              probe_timeout=probe_timeout, probe_tries=probe_tries, probe_every=probe_every,
-                              probe_any_host=probe_any_host, classifier=not no_classifier, baseline=baseline))
+    return cmd.main(target=target, until_ready=until_ready, timeout=timeout, fmt=fmt, files=file or [],
+                    directory=directory, since=since, until=until, boot=boot, resume=resume,
+                    from_start=from_start, follow=not no_follow, rules=rules, only_rules=only_rules,
+                    verbose=verbose, unit=unit, probe=probe, probe_api=probe_api,
+                    probe_timeout=probe_timeout, probe_tries=probe_tries, probe_every=probe_every,
+                    probe_any_host=probe_any_host, classifier=not no_classifier, baseline=baseline)
 
 
-@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+@_command_def(context_settings={"help_option_names": ["-h", "--help"]})
 def history(
     target: Annotated[Optional[str], typer.Argument(help="A systemd unit, or a log file.")] = None,
     unit: Annotated[Optional[str], typer.Option("--unit", "-u", help="The systemd unit (as journalctl -u).")] = None,
@@ -132,7 +141,7 @@ def history(
     fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
-) -> None:
+) -> int:
     """One row per startup attempt: when, outcome, phase, root cause, time taken, flags changed since the previous one.
 
     Exit 0 when the latest attempt became ready, 1 when it failed or stopped, 3 when it is not ready yet, 2 bad input.
@@ -140,11 +149,11 @@ def history(
     _check_format(fmt, ("table", "json", "csv"))
     from logsense.commands import history as cmd
 
-    raise typer.Exit(cmd.main(target=target, unit=unit, files=file or [], directory=directory, since=since,
-                              until=until, boot=boot, fmt=fmt, rules=rules, only_rules=only_rules))
+    return cmd.main(target=target, unit=unit, files=file or [], directory=directory, since=since,
+                    until=until, boot=boot, fmt=fmt, rules=rules, only_rules=only_rules)
 
 
-@app.command()
+@_command_def()
 def check(
     paths: Annotated[Optional[list[str]], typer.Argument(help="Incident logs, label files, rule packs or dirs of them.")] = None,
     rules: Annotated[
@@ -153,7 +162,7 @@ def check(
     ] = None,
     corpus: Annotated[Optional[list[str]], typer.Option("--corpus", help="A corpus dir of labelled incident logs.")] = None,
     only_rules: OnlyOpt = None,
-) -> None:
+) -> int:
     """Prove the knowledge holds: incidents diagnosed as labelled, rule examples pass, no false alarms.
 
     Prints one `path:line: message` line a problem, then a summary; exit 1 on any problem,
@@ -161,10 +170,10 @@ def check(
     """
     from logsense.commands import check as cmd
 
-    raise typer.Exit(cmd.main(paths or [], rules or [], corpus or [], only_rules))
+    return cmd.main(paths or [], rules or [], corpus or [], only_rules)
 
 
-@app.command()
+@_command_def()
 def label(
     incident: Annotated[str, typer.Argument(help="The incident log to label.")],
     cause: Annotated[str, typer.Option("--cause", help="A cause id from the taxonomy.")],
@@ -173,55 +182,55 @@ def label(
     source: Annotated[Optional[str], typer.Option("--source", help="Where the log came from (URL or words).")] = None,
     origin: Annotated[str, typer.Option("--origin", help="recorded or constructed.")] = "recorded",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing label file.")] = False,
-) -> None:
+) -> int:
     """Write the label file for an incident log, checking the cause id exists."""
     from logsense.commands import label as cmd
 
-    raise typer.Exit(cmd.main(incident, cause, fix or [], phase, source, origin, force))
+    return cmd.main(incident, cause, fix or [], phase, source, origin, force)
 
 
-@app.command()
+@_command_def()
 def train(
     corpus: Annotated[list[str], typer.Argument(help="Corpus dirs of labelled logs.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Model directory to write.")] = "model",
     readme: Annotated[str | None, typer.Option(
         "--readme", help="Also rewrite the held-out table between the generated-table markers of this file.")] = None,
-) -> None:
+) -> int:
     """Fit the learned classifier on a labelled corpus, printing cross-validated metrics."""
     _needs_extra("learn", "numpy", "sklearn")
     from logsense.commands import learn as cmd
 
-    raise typer.Exit(cmd.train(corpus, output, readme=readme))
+    return cmd.train(corpus, output, readme=readme)
 
 
-@app.command("eval")
+@_command_def("eval")
 def eval_(
     corpus: Annotated[list[str], typer.Argument(help="Corpus dirs of labelled logs.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or markdown (the README's table).")] = "text",
-) -> None:
+) -> int:
     """Per-cause precision / recall and the confusion matrix, split by incident source."""
     _check_format(fmt, ("text", "json", "markdown"))
     _needs_extra("learn", "numpy", "sklearn")
     from logsense.commands import learn as cmd
 
-    raise typer.Exit(cmd.evaluate(corpus, fmt))
+    return cmd.evaluate(corpus, fmt)
 
 
-@app.command()
+@_command_def()
 def stats(
     paths: Annotated[list[str], typer.Argument(help="Logs: files, dirs, globs or archives.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv, json or parquet.")] = "table",
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: one per core).")] = 0,
-) -> None:
+) -> int:
     """One row per log (source, host, cause, phase, time to failure or ready, rule, fix) via pandas."""
     _check_format(fmt, ("table", "csv", "json", "parquet"))
     from logsense.commands import stats as cmd
 
-    raise typer.Exit(cmd.main(paths, fmt, output, jobs))
+    return cmd.main(paths, fmt, output, jobs)
 
 
-@app.command()
+@_command_def()
 def diff(
     good: Annotated[str, typer.Argument(help="A startup log that worked (plain or .gz).", metavar="GOOD")],
     bad: Annotated[str, typer.Argument(help="A startup log that failed; '-' reads stdin, <(command) works.",
@@ -229,7 +238,7 @@ def diff(
     fmt: FormatOpt = "text",
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
-) -> None:
+) -> int:
     """Where a good and a bad startup part ways: phases, new lines, differing facts, diagnoses.
 
     Exit 1 when the bad run failed or printed error-like lines the good one never did, else 0.
@@ -237,60 +246,60 @@ def diff(
     _check_format(fmt, REPORT_FORMATS)
     from logsense.commands import diff as cmd
 
-    raise typer.Exit(cmd.main(good, bad, fmt, rules, only_rules))
+    return cmd.main(good, bad, fmt, rules, only_rules)
 
 
-@rules_app.command("list")
-def rules_list(rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> None:
+@_command_def(group="rules", name="list")
+def rules_list(rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> int:
     """Every rule with its cause, role, priority and source."""
     _check_format(fmt, ("text", "json"))
     from logsense.commands import rules as cmd
 
-    raise typer.Exit(cmd.list_rules(rules, only_rules, fmt))
+    return cmd.list_rules(rules, only_rules, fmt)
 
 
-@rules_app.command("show")
-def rules_show(rule_id: str, rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> None:
+@_command_def(group="rules", name="show")
+def rules_show(rule_id: str, rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> int:
     """What a rule matches, why, its fixes and its examples."""
     _check_format(fmt, ("text", "json"))
     from logsense.commands import rules as cmd
 
-    raise typer.Exit(cmd.show(rule_id, rules, only_rules, fmt))
+    return cmd.show(rule_id, rules, only_rules, fmt)
 
 
-@rules_app.command("test")
+@_command_def(group="rules", name="test")
 def rules_test(
     rule_id: Annotated[Optional[str], typer.Argument(help="Only this rule.")] = None,
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List passing examples too.")] = False,
-) -> None:
+) -> int:
     """Run every rule's own examples (and the phase examples); exit 1 on any failure."""
     from logsense.commands import rules as cmd
 
-    raise typer.Exit(cmd.test(rules, only_rules, rule_id, verbose))
+    return cmd.test(rules, only_rules, rule_id, verbose)
 
 
-@rules_app.command("export")
+@_command_def(group="rules", name="export")
 def rules_export(
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
-) -> None:
+) -> int:
     """Write the rule and phase patterns, one grep -E pattern a line (a `grep -E -f` file)."""
     from logsense.commands import rules as cmd
 
-    raise typer.Exit(cmd.export(rules, only_rules))
+    return cmd.export(rules, only_rules)
 
 
-@rules_app.command("lint")
-def rules_lint(rules: RulesOpt = None, only_rules: OnlyOpt = None) -> None:
+@_command_def(group="rules", name="lint")
+def rules_lint(rules: RulesOpt = None, only_rules: OnlyOpt = None) -> int:
     """Flag patterns the literal prefilter cannot narrow, and root rules without a fix."""
     from logsense.commands import rules as cmd
 
-    raise typer.Exit(cmd.lint_cmd(rules, only_rules))
+    return cmd.lint_cmd(rules, only_rules)
 
 
-@rules_app.command("coverage")
+@_command_def(group="rules", name="coverage")
 def rules_coverage(
     source: Annotated[str, typer.Argument(help="A wheel (.whl), an installed package or a source dir.")],
     package: Annotated[Optional[str], typer.Option("--package", help="Which package's startup-path data to use "
@@ -301,12 +310,12 @@ def rules_coverage(
     budget: Annotated[float, typer.Option("--budget", help="Stop after this many seconds, saying what is left.")] = 900.0,
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
-) -> None:
+) -> int:
     """Which rule knows each failure message on a package's startup path (read from its source, never imported)."""
     _check_format(fmt, ("text", "json", "csv"))
     from logsense.commands import rules as cmd
 
-    raise typer.Exit(cmd.coverage(source, package, config, fmt, uncovered, budget, rules, only_rules))
+    return cmd.coverage(source, package, config, fmt, uncovered, budget, rules, only_rules)
 
 
 def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
@@ -341,12 +350,14 @@ def run(args: list[str]) -> int:
     from logsense.errors import ExitCode, LogsenseError
 
     try:
+        plain = parse_plain(list(args))
+        if plain is not None:
+            fn, kwargs = plain
+            return fn(**kwargs)
         command, name, rest = _command(list(args))
         with command.make_context(name, rest) as ctx:
-            result = command.invoke(ctx)
-        return result if isinstance(result, int) else 0
-    except typer.Exit as e:
-        return e.exit_code
+            command.invoke(ctx)
+        return 0
     except LogsenseError as e:
         _stderr(f"logsense: {e}")
         return int(e.exit_code)
@@ -358,7 +369,117 @@ def run(args: list[str]) -> int:
         _stderr(f"logsense: the input ended before it should have ({e or 'EOF'})")
         return int(ExitCode.BAD_INPUT)
     except Exception as e:  # noqa: BLE001 - the one place that turns a bug into a report, not a traceback
-        return _crash(e)
+        code = _click_errors(e)  # typer's Exit (every command's end) and click's usage errors
+        return code if code is not None else _crash(e)
+
+
+def parse_plain(args: list[str]) -> tuple[Callable[..., int], dict[str, Any]] | None:
+    """The command function and its keyword arguments for a plain command line, or None: typer's to parse.
+
+    Plain: a command logsense/cli_spec.py lists, then its options (`--name value`, `--name=value`,
+    `-x value`, flags) and arguments in any order, each single option once. The function's own
+    defaults stand for what is not given, as they do when typer calls it.
+    """
+    from logsense.cli_spec import SPEC
+
+    name = " ".join(args[:2])
+    if name not in SPEC:
+        name = args[0] if args else ""
+    if name not in SPEC:
+        return None
+    spec: dict[str, Any] = SPEC[name]  # type: ignore[assignment]  # a literal of mixed values
+    options: dict[str, tuple[str, str]] = spec["options"]
+    rest = args[len(name.split()):]
+    kwargs: dict[str, Any] = {}
+    given: list[str] = []
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        i += 1
+        if token == "-" or not token.startswith("-"):
+            given.append(token)
+            continue
+        opt, eq, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        if opt not in options:
+            return None  # --help, --, a typo, -xVALUE: typer's messages
+        dest, kind = options[opt]
+        if kind in ("on", "off"):
+            if eq or dest in kwargs:
+                return None
+            kwargs[dest] = kind == "on"
+            continue
+        if not eq:
+            if i == len(rest) or (rest[i].startswith("-") and rest[i] != "-"):
+                return None  # no value, or one that looks like an option: typer decides
+            value = rest[i]
+            i += 1
+        try:
+            converted: Any = {"str": str, "strs": str, "int": int, "float": float}[kind](value)
+        except ValueError:
+            return None
+        if kind == "strs":
+            kwargs.setdefault(dest, []).append(converted)
+        elif dest in kwargs:
+            return None
+        else:
+            kwargs[dest] = converted
+    for dest, many, required in spec["arguments"]:
+        if many:
+            if given:
+                kwargs[dest] = given
+            given = []
+        elif given:
+            kwargs[dest] = given.pop(0)
+        if required and dest not in kwargs:
+            return None
+    if given or not set(spec["required"]) <= kwargs.keys():
+        return None
+    return COMMANDS[name][0], kwargs
+
+
+def __getattr__(name: str) -> Any:
+    # `logsense.cli.app`: the typer app, built on first use (tests and tools read it)
+    if name == "app":
+        return _typer_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@lru_cache(maxsize=1)
+def _typer_app() -> typer.Typer:
+    """The whole command tree as typer builds it from the definitions above."""
+    import typer
+
+    from logsense import cli_options
+
+    # typer reads the string annotations in this module's namespace: give it what they name
+    globals().update(typer=typer, **{n: getattr(cli_options, n) for n in cli_options.__all__})
+    app = typer.Typer(
+        name="logsense",
+        help="Tells why an LLM inference server (SGLang) failed to start, and how to fix it.",
+        no_args_is_help=True,
+        **_SETTINGS,  # type: ignore[arg-type]
+    )
+    app.callback()(_root)
+    groups = {"rules": typer.Typer(help="List, show, test and export the rule packs.", no_args_is_help=True)}
+    for title, group in groups.items():
+        app.add_typer(group, name=title)
+    for full, (fn, settings) in COMMANDS.items():
+        *within, name = full.split()
+        (groups[within[0]] if within else app).command(name, **settings)(_exits(fn))
+    return app
+
+
+def _exits(fn: Callable[..., int]) -> Callable[..., None]:
+    """`fn` as typer runs it: its exit code raised, so that `app(...)` (click's standalone mode) exits with it."""
+    import functools
+
+    import typer
+
+    @functools.wraps(fn)  # typer reads the parameters of `fn` through __wrapped__
+    def command(**kwargs: Any) -> None:
+        raise typer.Exit(fn(**kwargs))
+
+    return command
 
 
 def _command(args: list[str]) -> tuple[ClickCommand, str, list[str]]:
@@ -368,13 +489,74 @@ def _command(args: list[str]) -> tuple[ClickCommand, str, list[str]]:
     options costs as much again as importing typer, and a run uses one. Anything else (a
     group, --help, --version, a typo) gets the whole tree, whose messages list the commands.
     """
+    import typer
+
+    app = _typer_app()
     name = args[0] if args else ""
     for info in app.registered_commands:
-        if name and (info.name or info.callback.__name__.replace("_", "-")) == name:  # type: ignore[union-attr]
+        if name and info.name == name:
             alone = typer.Typer(**_SETTINGS)  # type: ignore[arg-type]
             alone.registered_commands.append(info)
             return typer.main.get_command(alone), f"logsense {name}", args[1:]
     return typer.main.get_command(app), "logsense", args
+
+
+def spec() -> dict[str, dict[str, Any]]:
+    """What `parse_plain` needs of each command, read from the click commands typer builds: cli_spec.py's SPEC.
+
+    A command with anything the plain parser does not do (a callback, an environment variable,
+    a prompt, options of two values, a list argument before another) is left out: typer parses it.
+    """
+    import typer
+
+    tree = typer.main.get_command(_typer_app())
+    out: dict[str, dict[str, Any]] = {}
+    for full in COMMANDS:
+        command = tree
+        for part in full.split():
+            command = command.commands[part]  # type: ignore[attr-defined]
+        entry: dict[str, Any] = {"options": {}, "arguments": [], "required": []}
+        plain = True
+        params: list[Any] = command.params  # click's Option and Argument
+        for p in params:
+            if p.callback is not None or p.envvar or getattr(p, "prompt", None) or p.nargs not in (1, -1):
+                plain = False
+            if p.param_type_name == "argument":
+                if entry["arguments"] and entry["arguments"][-1][1]:
+                    plain = False
+                entry["arguments"].append((p.name, p.nargs == -1, p.required))
+                continue
+            if p.is_flag:
+                plain = plain and p.is_bool_flag and not p.multiple
+                kinds = [(p.opts, "on"), (p.secondary_opts, "off")]
+            else:
+                kind = {"text": "str", "str": "str", "integer": "int", "int": "int", "float": "float"}.get(p.type.name)
+                if kind is None or p.nargs != 1 or p.count:
+                    plain = False
+                kinds = [(p.opts, "strs" if p.multiple else str(kind))]
+            for names, kind in kinds:
+                entry["options"].update({n: (p.name, kind) for n in names})
+            if p.required:
+                entry["required"].append(p.name)
+        if plain:
+            out[full] = entry
+    return out
+
+
+def write_spec(path: str) -> None:
+    """Write logsense/cli_spec.py from `spec()` (python -m logsense.cli_spec does)."""
+    from pprint import pformat
+
+    text = (f'"""{SPEC_DOC}"""\n\nSPEC = {pformat(spec(), width=108, sort_dicts=False)}\n\n'
+            'if __name__ == "__main__":\n    from logsense.cli import write_spec\n\n    write_spec(__file__)\n')
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+SPEC_DOC = """Each command's options as typer defines them in logsense/cli.py, read by `parse_plain`: generated.
+
+`python3 -m logsense.cli_spec` writes it again; tests/test_startup.py fails when it is stale.
+"""
 
 
 def _click_errors(e: Exception) -> int | None:
@@ -401,9 +583,6 @@ def _stderr(msg: str) -> None:
 
 
 def _crash(e: Exception) -> int:
-    code = _click_errors(e)
-    if code is not None:
-        return code
     import tempfile
     import traceback
 

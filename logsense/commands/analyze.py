@@ -9,8 +9,6 @@ from logsense.analysis import analyze_path
 from logsense.commands.common import rules_from_options
 from logsense.errors import ExitCode
 from logsense.report import json as report_json
-from logsense.report import text as report_text
-from logsense.report.console import console
 
 
 def main(
@@ -24,7 +22,7 @@ def main(
 ) -> int:
     rs = rules_from_options(rules, only_rules, no_rules)
     code = ExitCode.OK
-    out = console()
+    out = None  # the terminal report's console: rich is imported only to draw it
     reports = []  # --format json with several inputs: one JSON array, in the order given
     for i, path in enumerate(paths):
         report, problems = analyze_path(path, rs, classifier=classifier, baseline=baseline, no_rules=no_rules)
@@ -34,7 +32,12 @@ def main(
             else:
                 reports.append(report_json.report_dict(report, problems))
         else:
-            if i:
+            from logsense.report import text as report_text
+            from logsense.report.console import console
+
+            if out is None:
+                out = console()
+            elif i:
                 out.print()
             report_text.render(report, out, problems)
         if report.failed:
