@@ -7,9 +7,7 @@ from typing import Any
 
 from logsense.flags import for_server
 from logsense.model import Fix, FixKind
-from logsense.rules.loader import FixSpec
-
-_NAME = re.compile(r"\{(\w+)\}")
+from logsense.rules.loader import TEMPLATE_NAME, FixSpec
 
 
 def applies(when: dict[str, tuple[Any, ...]], values: dict[str, Any]) -> bool:
@@ -32,9 +30,9 @@ def _fill(template: str | None, values: dict[str, Any]) -> str | None:
         if v is None or v == "":
             missing = True
             return ""
-        return str(v)
+        return "--" + str(v).replace("_", "-") if m.group(2) else str(v)
 
-    out = _NAME.sub(sub, template)
+    out = TEMPLATE_NAME.sub(sub, template)
     return None if missing else out
 
 
@@ -83,7 +81,7 @@ def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str
             continue
         note = _fill(spec.note, values) if spec.note else None
         if spec.note and note is None:
-            note = _NAME.sub("?", spec.note)
+            note = TEMPLATE_NAME.sub("?", spec.note)
         fix = Fix(spec.kind, value, note)
         if fix not in out:
             out.append(fix)

@@ -233,7 +233,9 @@ def _patterns(c: _Checker, m: Marked | None, rule: str | None, name: str) -> tup
 
 
 _GROUP = re.compile(r"\(\?P?<(\w+)>")
-_TEMPLATE_NAME = re.compile(r"\{(\w+)\}")
+# {name} is filled from a capture or a fact; {name|flag} writes a config field the message names
+# (max_model_len) as its command-line flag (--max-model-len), the spelling both servers' argparse use
+TEMPLATE_NAME = re.compile(r"\{(\w+)(\|flag)?\}")
 
 
 def capture_names(patterns: tuple[PatternSpec, ...]) -> set[str]:
@@ -263,7 +265,7 @@ def _check_template(c: _Checker, m: Any, rule: str, field: str, patterns: tuple[
         c.err(m, "write a name as {name}, not {{name}}", rule, field)
         return
     captures = capture_names(patterns)
-    for name in _TEMPLATE_NAME.findall(text):
+    for name, _ in TEMPLATE_NAME.findall(text):
         if name in captures or name in FACT_NAMES or name == "phase" or name.startswith("arg_"):
             continue
         if not _compiles(patterns):
