@@ -21,8 +21,12 @@ MAX_TAIL_LINES = 40  # lines of exception message after the exception line ("Pos
 _TRACEBACK = "Traceback (most recent call last):"
 # What a line must hold to open a multi-line event (the block scanner looks for these).
 FRAMING_LITERALS = (_TRACEBACK, " error: ", "FAILED: ", "error: command '", "In file included from", 'File "')
-# A frame line with no traceback open: a paste that lost its "Traceback" header still is one.
-_FRAME = re.compile(r'^\s+File "[^"]+", line \d+, in ')
+# A frame line with no traceback open: a paste that lost its "Traceback" header still is one (or its indent).
+_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in ')
+# What a paste puts where it cut frames out ("...", "[...]", "…"), and the ^^^ under a frame's code.
+_CUT = re.compile(r"^\s*(?:\.{3,}|\[\.\.\.\]|…|\[…\]|[\^~]+)\s*$")
+# An exception line where indentation cannot tell it from code: a capitalised (dotted) name, then ": " or nothing.
+_EXCEPTION_NAME = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s|:?$)")
 _CHAIN = re.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)\s*$"
@@ -111,8 +115,10 @@ class Framer:
         if cur.state == "frames":
             if msg[:1] in (" ", "\t") or msg.startswith(_TRACEBACK) or msg.startswith("[Previous line"):
                 return "take"
-            if not msg.strip():
+            if not msg.strip() or _FRAME.match(msg) or _CUT.match(msg):
                 return "take"
+            if _FRAME.match(cur.records[-1].message) and not _EXCEPTION_NAME.match(msg):
+                return "take"  # a frame's code line that lost its indent
             cur.state = "exc"  # the exception line: "ValueError: ..."
             return "take"
         if cur.state == "exc":
@@ -159,11 +165,14 @@ def exception_lines(event: Event) -> list[Record]:
     recs = event.records
     for i, rec in enumerate(recs):
         msg = rec.message
-        if not msg or msg[:1] in " \t" or _TRACEBACK in msg:
+        if not msg or msg[:1] in " \t" or _TRACEBACK in msg or _FRAME.match(msg) or _CUT.match(msg):
             continue
         prev = recs[i - 1].message if i else ""
         if prev[:1] in (" ", "\t") and is_exception_line(msg):
             out.append(rec)
+        elif (_FRAME.match(prev) or _CUT.match(prev) or i > 1 and _FRAME.match(recs[i - 2].message) and not _EXCEPTION_NAME.match(prev)) and \
+                _EXCEPTION_NAME.match(msg):
+            out.append(rec)  # a traceback whose frames lost their indent
     return out[-2:]
 
 

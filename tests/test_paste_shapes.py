@@ -1,0 +1,243 @@
+"""A failing log pasted in any common shape keeps its verdict and its root cause.
+
+People paste logs into issues and chats through docker, kubectl, journald, markdown fences,
+quotes, `<details>` blocks, tmux and MPI launchers. Each shape below rewrites a whole log the
+way that tool does; the diagnosis of the rewritten log must be the original's. The fast test
+runs a fixed sample of failing corpus logs; the slow one (`-m slow`) runs every failing log.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import CORPORA
+
+Shape = Callable[[list[str]], list[str]]
+
+
+def _prefix(prefix: str) -> Shape:
+    return lambda lines: [prefix + line for line in lines]
+
+
+def _timestamped(stamp: Callable[[int], str]) -> Shape:
+    return lambda lines: [stamp(i) + line for i, line in enumerate(lines)]
+
+
+def _clock(i: int) -> tuple[int, int, int]:
+    return 10 + i // 3600 % 10, i // 60 % 60, i % 60
+
+
+def _docker_ts(i: int) -> str:
+    h, m, s = _clock(i)
+    return f"2026-11-20T{h:02d}:{m:02d}:{s:02d}.{i % 1000:03d}456789Z "
+
+
+def _kubectl_ts(i: int) -> str:
+    h, m, s = _clock(i)
+    return f"2026-11-20T{h:02d}:{m:02d}:{s:02d}.{i % 1000:03d}45678Z "  # RFC3339Nano drops trailing zeros
+
+
+def _journal_short(i: int) -> str:
+    h, m, s = _clock(i)
+    return f"Nov 20 {h:02d}:{m:02d}:{s:02d} gpu-node-1 python3[4242]: "
+
+
+def _journal_iso(i: int) -> str:
+    h, m, s = _clock(i)
+    return f"2026-11-20T{h:02d}:{m:02d}:{s:02d}+0000 gpu-node-1 python3[4242]: "
+
+
+def _journal_json(lines: list[str]) -> list[str]:
+    base = 1_795_168_800_000_000  # 2026-11-20 06:00 UTC, in microseconds
+    return [json.dumps({"__REALTIME_TIMESTAMP": str(base + i * 1000), "_PID": "4242", "_HOSTNAME": "gpu-node-1",
+                        "SYSLOG_IDENTIFIER": "python3", "MESSAGE": line}) for i, line in enumerate(lines)]
+
+
+def _fenced(opening: str) -> Shape:
+    return lambda lines: ["Here is the log:", "", opening, *lines, "```", "", "Any idea?"]
+
+
+def _quoted(lines: list[str]) -> list[str]:
+    return [f"> {line}" if line else ">" for line in lines]
+
+
+def _details(lines: list[str]) -> list[str]:
+    return ["<details>", "<summary>Full log</summary>", "", "```", *lines, "```", "", "</details>"]
+
+
+def _crlf(lines: list[str]) -> list[str]:
+    return [line + "\r" for line in lines]
+
+
+def _ansi(lines: list[str]) -> list[str]:
+    colours = ("\x1b[32m", "\x1b[33m", "\x1b[1;31m", "\x1b[36m")
+    return [f"{colours[i % 4]}{line}\x1b[0m" for i, line in enumerate(lines)]
+
+
+def _wrapped(width: int) -> Shape:
+    def shape(lines: list[str]) -> list[str]:
+        out = []
+        for line in lines:
+            while len(line) > width:
+                out.append(line[:width])
+                line = line[width:]
+            out.append(line)
+        return out
+
+    return shape
+
+
+def _dedented(lines: list[str]) -> list[str]:
+    return [line.lstrip() for line in lines]
+
+
+def _frames_cut(lines: list[str]) -> list[str]:
+    """A long run of frame lines cut to its first frame and its last two, with "..." between."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in [*lines, None]:
+        if line is not None and line.startswith("  ") and not line.startswith("  " * 6):
+            run.append(line)
+            continue
+        out.extend(run if len(run) <= 8 else [*run[:2], "...", *run[-4:]])
+        run = []
+        if line is not None:
+            out.append(line)
+    return out
+
+
+SHAPES: dict[str, Shape] = {
+    "compose": _prefix("sglang-1  | "),
+    "compose-long-name": _prefix("deploy-sglang-server-1  | "),
+    "docker-timestamps": _timestamped(_docker_ts),
+    "kubectl-timestamps": _timestamped(_kubectl_ts),
+    "journal-short": _timestamped(_journal_short),
+    "journal-short-iso": _timestamped(_journal_iso),
+    "journal-json": _journal_json,
+    "fence": _fenced("```"),
+    "fence-log": _fenced("```log"),
+    "quote": _quoted,
+    "details": _details,
+    "crlf": _crlf,
+    "ansi": _ansi,
+    "indent-2": _prefix("  "),
+    "indent-4": _prefix("    "),
+    "dedent": _dedented,
+    "frames-cut": _frames_cut,
+    "ray-worker": _prefix("(RayWorkerWrapper pid=123, ip=10.0.0.1) "),
+    "vllm-engine-core": _prefix("(EngineCore_DP0 pid=8) "),
+    "vllm-api-server": _prefix("(APIServer pid=1) "),
+    "vllm-worker": _prefix("(Worker_TP1 pid=9) "),
+    "torchrun-rank": _prefix("[rank3]:"),
+    "mpirun": _prefix("[1,0]<stderr>:"),
+}
+
+
+def failing_logs() -> list[Path]:
+    """Every failing log of the real, recorded and constructed corpora (not the healthy ones)."""
+    out = []
+    for sub in ("real", "recorded", "constructed"):
+        for label in sorted((CORPORA / sub).rglob("*.label.yaml")):
+            data = yaml.safe_load(label.read_text())
+            log = label.with_name(label.name[: -len(".label.yaml")] + ".log")
+            if data.get("cause") != "healthy" and data.get("outcome") != "incomplete" and log.exists():
+                out.append(log)
+    return out
+
+
+def verdict(rules, path: Path) -> tuple[str, str | None]:
+    from logsense.analysis import analyze_path
+
+    report, _ = analyze_path(str(path), rules)
+    root = report.root
+    return report.status.value, root.cause if root is not None else None
+
+
+def reshaped(path: Path, shape: Shape, into: Path) -> Path:
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    into.write_text("\n".join(shape(lines)) + "\n", encoding="utf-8", newline="")
+    return into
+
+
+# Shapes that lose what a diagnosis needs, so they are not held to the same verdict:
+LOSSY = {
+    # tmux `capture-pane` (without -J) and old terminals break a long line at the pane's width: a
+    # message cut in two matches no rule (a journal or docker prefix makes it likelier), and nothing
+    # in the text says which line break was the terminal's.
+    "tmux-wrap-120": _wrapped(120),
+}
+# Logs a shape does not fit, with why.
+UNFIT = {
+    ("dedent", "real/r2-044-api_server_positional_model_unrecognized.log"):
+        "an excerpt of argparse's usage continuation lines only: their deep indent is all that says what they are",
+}
+# A launcher's prefix goes on what the process prints: never before docker compose's, nor before another
+# launcher's (a log that has one is not given a second).
+_LAUNCHERS = {"ray-worker", "vllm-engine-core", "vllm-api-server", "vllm-worker", "torchrun-rank", "mpirun"}
+_OUTER = re.compile(r"^(?:[A-Za-z0-9][\w.]*[-_][\w.-]*\s+\| |\([A-Za-z][\w-]*(?: rank=\d+| TP\d+)? pid=\d+)")
+
+SAMPLE = [
+    "real/039-triton_shared_memory_exceeded.log",  # compose prefix, frames only
+    "real/052-nccl_error.log",
+    "real/r2-005-argparse_enable_metrics_underscore.log",
+    "real/r2-043-club3090_gptq_marlin_repack_driver_oom.log",
+    "real/r2-071-source_build_vllm_flash_attn_get_scheduler_metadata_import.log",
+    "recorded/sglang-0.5.23/cpu-engine-cuda-kernel.log",  # a multi-line exception message
+    "recorded/sglang-0.5.23/tokenizer-broken.log",
+    "recorded/vllm-0.32.0/tokenizer-broken.log",
+    "constructed/nan-logits-fp16-finetune.log",  # journalctl short
+    "constructed/kv-not-enough-memory-235b-tp4-2026.log",
+]
+
+
+def _cases(logs: list[Path]) -> list:
+    out = []
+    for log in logs:
+        rel = log.relative_to(CORPORA).as_posix()
+        first = next((line for line in log.read_text(errors="replace").splitlines() if line.strip()), "")
+        for name in SHAPES:
+            if (name, rel) in UNFIT or name in _LAUNCHERS and _OUTER.match(first):
+                continue
+            out.append(pytest.param(log, name, id=f"{rel}-{name}"))
+    return out
+
+
+@functools.cache
+def _rules():
+    from logsense import load_rules
+
+    return load_rules()
+
+
+@functools.cache
+def _original(log: Path) -> tuple[str, str | None]:
+    return verdict(_rules(), log)
+
+
+def _check(log: Path, shape: str, tmp_path: Path) -> None:
+    pasted = reshaped(log, SHAPES[shape], tmp_path / f"{log.stem}.{shape}.log")
+    assert verdict(_rules(), pasted) == _original(log), f"{log.name} pasted as {shape}"
+
+
+@pytest.mark.parametrize(("log", "shape"), _cases([CORPORA / p for p in SAMPLE]))
+def test_pasted_shape_keeps_the_diagnosis(log: Path, shape: str, tmp_path: Path) -> None:
+    _check(log, shape, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("log", "shape"), _cases(failing_logs()))
+def test_every_failing_log_in_every_shape(log: Path, shape: str, tmp_path: Path) -> None:
+    _check(log, shape, tmp_path)
+
+
+def test_the_sample_is_failing_logs() -> None:
+    assert {CORPORA / p for p in SAMPLE} <= set(failing_logs())
