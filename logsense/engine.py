@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from logsense import fixes as fixes_mod
 from logsense.framing import exception_lines, frame_lines
+from logsense.memo import text_memo
 from logsense.model import (
     UNKNOWN,
     Diagnosis,
@@ -38,6 +39,15 @@ class _Hits:
     vetoed: bool = False
 
 
+class _Searched:
+    """What a message text's patterns found, filled on the first event that holds the text."""
+
+    __slots__ = ("hits",)
+
+    def __init__(self, _text: str) -> None:
+        self.hits: tuple[tuple[int, str, int, object], ...] | None = None
+
+
 class Matcher:
     """Finds which rules an event fires; a pattern that times out disables its rule for the run."""
 
@@ -47,6 +57,9 @@ class Matcher:
         self.disabled: set[int] = set()
         self.problems: list[RuleProblem] = []
         self._window: dict[tuple[int, str | None], dict[int, tuple[Record, object]]] = {}
+        # what the patterns found in a message text: a search reads nothing but the text, so a
+        # repeated line (each rank prints each one) costs a lookup, not the regexes
+        self._searched = text_memo(_Searched)
 
     def _search(self, ri: int, p: Pattern, rec: Record):
         try:
@@ -58,32 +71,36 @@ class Matcher:
                                              "one line (catastrophic backtracking?); rule disabled for this run"))
             return None
 
+    def _hits(self, rec: Record) -> tuple[tuple[int, str, int, object], ...]:
+        """(rule, kind, pattern, match) for each pattern the message's literals lead to that matches it."""
+        searched = self._searched(rec.message)
+        if searched.hits is None:
+            found = []
+            for ri, kind, pi in self.index.keys_in(rec.message):
+                if ri in self.disabled:
+                    continue
+                rule = self.rules.rules[ri]
+                pat = rule.any[pi] if kind == "any" else rule.all[pi] if kind == "all" else rule.not_[pi]
+                m = self._search(ri, pat, rec)
+                if m is not None:
+                    found.append((ri, kind, pi, m))
+            searched.hits = tuple(found)
+        return searched.hits
+
     def match(self, event: Event) -> list[Match]:
         hits: dict[int, _Hits] = {}
         for rec in event.records:
             if not rec.message:
                 continue
-            for ri, kind, pi in self.index.keys_in(rec.message):
+            for ri, kind, pi, m in self._hits(rec):
                 if ri in self.disabled:
                     continue
-                rule = self.rules.rules[ri]
-                h = hits.get(ri)
-                if kind == "not":
-                    if h is not None and h.vetoed:
-                        continue
-                    if self._search(ri, rule.not_[pi], rec):
-                        hits.setdefault(ri, _Hits()).vetoed = True
-                    continue
-                if kind == "all" and h is not None and pi in h.all:
-                    continue
-                pat = rule.any[pi] if kind == "any" else rule.all[pi]
-                m = self._search(ri, pat, rec)
-                if m is None:
-                    continue
                 h = hits.setdefault(ri, _Hits())
-                if kind == "any":
+                if kind == "not":
+                    h.vetoed = True
+                elif kind == "any":
                     h.any.append((rec, m))
-                else:
+                elif pi not in h.all:
                     h.all[pi] = (rec, m)
         out = []
         for ri, h in hits.items():

@@ -8,6 +8,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any
 
+from logsense.memo import text_memo
 from logsense.model import Record
 from logsense.prefilter import LiteralIndex
 
@@ -184,6 +185,25 @@ def _lower_fraction(x: float) -> float:
     return max(0.5, math.floor((x - 0.05) * 20 + 1e-9) / 20)
 
 
+def _python_versions_in(msg: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The Python versions a line names: in an include path (the headers built against), in any other path."""
+    paths = (a or (f"3.{b}" if b else c) for a, b, c in _PY_PATH.findall(msg))
+    return tuple(_PY_INCLUDE.findall(msg)), tuple(v for v in paths if v)
+
+
+_python_versions = text_memo(_python_versions_in)  # every rank's MoE-config warning names the same path
+
+
+def _reading_of(msg: str) -> tuple[frozenset[str], tuple[tuple[Any, ...], ...]]:
+    """The servers a line's own signs name, and the other keys its literals give, each once in the literals' order."""
+    keys = _compiled()[0].keys_in(msg)
+    signs = frozenset(key[1] for key in keys if key[0] == "server")
+    return signs, tuple(dict.fromkeys(key for key in keys if key[0] != "server"))
+
+
+_reading = text_memo(_reading_of)
+
+
 @lru_cache(maxsize=1)
 def _compiled() -> tuple[LiteralIndex[tuple[Any, ...]], list[tuple[re.Pattern, str]]]:
     """The literal index and fact patterns, built once a process (a Facts is made per startup of a log)."""
@@ -214,20 +234,20 @@ class Facts:
 
     def feed(self, rec: Record) -> None:
         msg = rec.message
-        keys = self.index.keys_in(msg)
-        if not keys:
+        signs, keys = _reading(msg)
+        if not keys and not signs:
             return
         # A line that holds a fact literal is fed whether the whole log or the scanner's picks are
         # read, so counting its server here gives the same answer either way.
-        servers = {key[1] for key in keys if key[0] == "server"}
-        if rec.server:
-            servers.add(rec.server)
-        self._server_votes.update(servers)
-        for key in set(keys):
+        for server in signs | {rec.server} if rec.server else signs:
+            self._server_votes[server] += 1
+        for key in keys:
             if key[0] == "s":
                 rx, name = self._simple[key[1]]
+                if name in self.values:
+                    continue  # the first value of a fact stands
                 m = rx.search(msg)
-                if m and name not in self.values:
+                if m:
                     self.values[name] = _typed(name, m.group(1))
             elif key[0] == "args" and "server_args=" in msg and not self.args:
                 try:
@@ -235,12 +255,9 @@ class Facts:
                 except (IndexError, ValueError):
                     self.args = {}
             elif key[0] == "py":
-                for v in _PY_INCLUDE.findall(msg):
-                    self._py_include[v] += 1
-                for a, b, c in _PY_PATH.findall(msg):
-                    v = a or (f"3.{b}" if b else c)
-                    if v:
-                        self._py_path[v] += 1
+                include, path = _python_versions(msg)
+                self._py_include.update(include)
+                self._py_path.update(path)
             elif key[0] == "mm":
                 self.mm_hint = True
             elif key[0] == "vargs":

@@ -6,6 +6,8 @@ import re
 from collections.abc import Hashable, Iterable
 from typing import Generic, TypeVar
 
+from logsense.memo import text_memo
+
 K = TypeVar("K", bound=Hashable)
 
 
@@ -13,7 +15,8 @@ class LiteralIndex(Generic[K]):
     """Maps literals to keys; `keys_in(text)` returns the keys of every literal the text contains.
 
     One combined alternation answers "does the line hold any literal at all?" (almost every
-    line does not); only lines that pass it are checked literal by literal.
+    line does not); only lines that pass it are checked literal by literal. The answer is
+    remembered per text: a log repeats its lines (each rank prints each one).
     """
 
     def __init__(self, entries: Iterable[tuple[str, bool, K]], always: Iterable[K] = ()) -> None:
@@ -25,13 +28,17 @@ class LiteralIndex(Generic[K]):
         self._ac_cs = _automaton(self._cs)
         self._ac_ci = _automaton(self._ci)
         self._gates: tuple[re.Pattern | None, re.Pattern | None] | None = None  # built on first use, without the automata
+        self._keys_in = text_memo(self._lookup)
 
     @property
     def literals(self) -> tuple[list[str], list[str]]:
         """(case-sensitive, case-blind) literals."""
         return list(self._cs), list(self._ci)
 
-    def keys_in(self, text: str) -> list[K]:
+    def keys_in(self, text: str) -> tuple[K, ...]:
+        return self._keys_in(text)
+
+    def _lookup(self, text: str) -> tuple[K, ...]:
         if self._ac_cs is not False and self._ac_ci is not False:
             return self._keys_ac(text)
         if self._gates is None:
@@ -48,9 +55,9 @@ class LiteralIndex(Generic[K]):
             for lit, keys in self._ci.items():
                 if lit in low:
                     found.extend(keys)
-        return found
+        return tuple(found)
 
-    def _keys_ac(self, text: str) -> list[K]:
+    def _keys_ac(self, text: str) -> tuple[K, ...]:
         found: list[K] = list(self.always)
         for ac, hay in ((self._ac_cs, text), (self._ac_ci, None)):
             if ac is None:
@@ -61,7 +68,7 @@ class LiteralIndex(Generic[K]):
                 if i not in seen:
                     seen.add(i)
                     found.extend(lists[i])
-        return found
+        return tuple(found)
 
 
 def _automaton(lits: dict[str, list[K]]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from logsense.memo import text_memo
 from logsense.model import Phase, Record, RuleProblem
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import MATCH_TIMEOUT, Pattern
@@ -34,12 +35,17 @@ class Timeline:
         self.server: str | None = None
         self.disabled: set[tuple[str, int, int]] = set()
         self.problems: list[RuleProblem] = []  # a marker that timed out, disabled for the run
+        self._found = text_memo(lambda _text: {})  # per message text, the marker searches done: key -> match
 
-    def _search(self, key: tuple[str, int, int], p: Pattern, rec: Record):
+    def _search(self, key: tuple[str, int, int], p: Pattern, rec: Record, found: dict):
+        """`p` searched in `rec.message`, or what that search found before in the same text."""
         if key in self.disabled:
             return None
+        if key in found:
+            return found[key]
         try:
-            return p.regex.search(rec.message, timeout=MATCH_TIMEOUT)
+            m = found[key] = p.regex.search(rec.message, timeout=MATCH_TIMEOUT)
+            return m
         except TimeoutError:
             self.disabled.add(key)
             self.problems.append(RuleProblem(f"phase {self.specs[key[1]].name}", rec.line,
@@ -58,19 +64,20 @@ class Timeline:
             return None, None
         entered = None
         progress = None
+        found = self._found(rec.message)
         for key in keys:
             kind, si, pi = key
             spec = self.specs[si]
             if kind == "m":
                 if spec.server and spec.server != (rec.server or self.server):
                     continue
-                if self._search(key, spec.markers[pi], rec):
+                if self._search(key, spec.markers[pi], rec, found):
                     if rec.server:
                         self.server = rec.server
                     if self._enter(spec, rec):
                         entered = spec.name
             elif self.order.get(spec.name, 0) >= self.order.get(self.current, 0):  # not a phase already left
-                m = self._search(key, spec.progress[pi], rec)
+                m = self._search(key, spec.progress[pi], rec, found)
                 if m and m.groupdict().get("done") and m.groupdict().get("total"):
                     progress = (int(m["done"]), int(m["total"]))
                     self.progress = progress

@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from logsense.memo import text_memo
 from logsense.model import Event, EventKind, Record
 from logsense.pipeline import Reading
 
@@ -87,6 +88,11 @@ def is_errorish(text: str) -> bool:
     return bool(_ERRORISH.search(text)) and not any(x in text[:64] for x in _NOT_ERRORS)
 
 
+# what a log repeats (every rank's warning) is read once: both are pure functions of the text
+_errorish = text_memo(is_errorish)
+_shape = text_memo(lambda text: text.translate(_DIGITS))
+
+
 @dataclass
 class Note:
     """One error-ish event, reduced to the lines that say what went wrong."""
@@ -131,13 +137,13 @@ class Digest:
             if not rec.message.strip():
                 return
             self.tail.append(event)
-            if not (is_errorish(rec.message) or _LEVEL.search(rec.raw)):
+            if not (_errorish(rec.message) or _LEVEL.search(rec.raw)):
                 return
         if event.kind != "line":
             self.tail.append(event)
         # Masking costs a dozen regex passes; an event that differs from one already seen only in
         # its digits masks the same, so the thousandth "Retract requests" line costs a dict lookup.
-        shape = "\n".join(r.message for r in event.records[:MAX_SHAPE_LINES]).translate(_DIGITS)
+        shape = _shape("\n".join(r.message for r in event.records[:MAX_SHAPE_LINES]))
         known = self._shapes.get(shape)
         if known is not None and known in self.errors:
             self.errors[known] = self.errors.pop(known)  # the first occurrence, moved to the end
