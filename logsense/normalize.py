@@ -53,6 +53,19 @@ _VLLM_LOG = re.compile(
 )
 _VLLM_RANKS = re.compile(r"(?<=_)(?:DP|PP|PCP|TP|DCP|EP)\d+")
 _RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
+# Launchers that prefix each line of a process: torchrun's "[rank3]: " and mpirun's "[1,0]<stderr>:".
+_LAUNCHER = re.compile(r"\[rank(?P<rank>\d+)\]: ?|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>: ?")
+# A pasted log may be indented as a whole (a list item, a code block): a line that starts a record or ends a
+# traceback is never indented in the log itself, so its indent is the paste's. A traceback's own frame and
+# code lines keep theirs (their indent is how the exception line is told apart).
+_PASTE_HEAD = re.compile(
+    r"\[\d{4}-\d\d-\d\d[ T]|\[\d\d-\d\d \d\d:|\[rank\d+\]:|\[\d+,\d+\]<std"
+    r"|\([A-Za-z][\w-]*(?: rank=\d+| TP\d+)? pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d "
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |[A-Za-z0-9][\w.]*[-_][\w.-]*\s+\| "
+    r"|Traceback \(most recent call last\):|During handling of the above|The above exception was the direct"
+    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::|$)"
+    r"|Fatal Python error: |Aborted|Killed$|Segmentation fault|usage: |\S+: error: "
+)
 # rsyslog writes control characters as "#ooo": ESC "#033", CR "#015".
 _SYSLOG_ANSI = re.compile(r"#033\[[0-?]*[ -/]*[@-~]")
 # A tqdm bar with a log record glued after it (no newline between them).
@@ -142,7 +155,11 @@ class Normalizer:
             if entry is not None:
                 return list(self._from_json(line_no, raw, entry))
         text = clean(raw)
+        if text[:1] == ">" and text[1:2] in ("", " "):
+            text = text[2:]  # a markdown quote
         fields: dict[str, str | None] = {}
+        if text[:1] in (" ", "\t") and not (self._indent and text[: self._indent].isspace()):
+            text = _unindented(text)  # not journalctl's continuation of an entry
         m = _JOURNAL.match(text)
         if m:
             fields = {"time": _journal_times(m["ts"]), "host": m["host"], "ident": m["ident"], "pid": m["pid"]}
@@ -158,11 +175,7 @@ class Normalizer:
             return [self._record(line_no, raw, fold_progress(text), fields, continuation_of=last)]
         else:
             self._indent = 0
-        d = _DOCKER.match(text)
-        if d:
-            text = text[d.end() :]
-            if d["svc"]:
-                fields.setdefault("ident", d["svc"])
+        text = _undocked(text, fields)
         text = fold_progress(text)
         glued = _GLUED.search(text, 1) if "[" in text[1:] else None
         if glued:
@@ -186,6 +199,12 @@ class Normalizer:
         prefixed = False
         server = None
         vllm = False
+        if text[:1] == "[" and (text[1:5] == "rank" or text[1:2].isdigit()):
+            lp = _LAUNCHER.match(text)
+            if lp:
+                # each rank is its own stream, as each vLLM worker is
+                pid = f"{pid or ''}/{'rank' if lp['rank'] else 'mpi'}{lp['rank'] or lp['mpi']}"
+                text = text[lp.end() :]
         if text[:1] == "(" and " pid=" in text[:96]:
             v = _VLLM_PROC.match(text)
             if v:
@@ -270,7 +289,7 @@ class Normalizer:
         self._indent = 0
         first = None
         for i, part in enumerate(message.split("\n")):
-            text = fold_progress(clean(part))
+            text = fold_progress(_undocked(clean(part), fields))
             at, src = (line_no, raw) if raw is not None else (line_no + i, part)
             rec = self._record(at, src, text, fields, continuation_of=first, unit=unit, cursor=cursor)
             first = first or rec
@@ -280,6 +299,24 @@ class Normalizer:
 # Process names vLLM gives its processes (V1 engine core, workers, API server; V0 and Ray workers).
 _VLLM_PROCESSES = ("EngineCore", "VllmWorker", "Worker_", "APIServer", "ApiServer", "RayWorkerWrapper",
                    "DPSupervisor", "DPCoordinator")
+
+
+def _unindented(text: str) -> str:
+    """A line of a log pasted with an indent, without it when the line shows it is the paste's."""
+    bare = text.lstrip(" \t")
+    return bare if _PASTE_HEAD.match(bare) else text
+
+
+def _undocked(text: str, fields: dict[str, str | None]) -> str:
+    """Without docker's and docker compose's prefixes (`compose logs -t` puts both: service, then time)."""
+    for _ in range(2):
+        d = _DOCKER.match(text)
+        if not d:
+            break
+        text = text[d.end() :]
+        if d["svc"]:
+            fields.setdefault("ident", d["svc"])
+    return text
 
 
 def _vllm_rank(m: re.Match) -> str | None:
