@@ -18,6 +18,12 @@ def applies(when: dict[str, tuple[Any, ...]], values: dict[str, Any]) -> bool:
     return True
 
 
+def _as_flag(name: str) -> str:
+    """A config field or class name as its flag: max_model_len -> --max-model-len, KVTransfer -> --kv-transfer."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+    return "--" + snake.replace("_", "-")
+
+
 def _fill(template: str | None, values: dict[str, Any]) -> str | None:
     """Fill {names}; None when a name has no value."""
     if template is None:
@@ -30,7 +36,7 @@ def _fill(template: str | None, values: dict[str, Any]) -> str | None:
         if v is None or v == "":
             missing = True
             return ""
-        return "--" + str(v).replace("_", "-") if m.group(2) else str(v)
+        return _as_flag(str(v)) if m.group(2) else str(v)
 
     out = TEMPLATE_NAME.sub(sub, template)
     return None if missing else out

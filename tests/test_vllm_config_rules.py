@@ -15,6 +15,12 @@ def test_a_field_is_written_as_its_flag():
     assert [(f.value, f.note) for f in fixes] == [("--max-num-batched-tokens", "the setting --max-num-batched-tokens names")]
 
 
+def test_a_config_class_is_written_as_its_flag():
+    spec = (FixSpec(FixKind.FLAG, "{cls|flag}-config", None, {}, None),)
+    assert [f.value for f in render(spec, {"server": "vllm"}, {"cls": "KVTransfer"}, None)] == ["--kv-transfer-config"]
+    assert render(spec, {"server": "vllm"}, {"cls": "Model"}, None) == ()  # vLLM has no --model-config
+
+
 def test_a_field_that_is_no_flag_of_the_server_gives_no_fix():
     assert render(FIELD_FIX, {"server": "vllm"}, {"field": "compile_sizes"}, None) == ()
     assert render(FIELD_FIX, {"server": "vllm"}, {}, None) == ()

@@ -233,8 +233,8 @@ def _patterns(c: _Checker, m: Marked | None, rule: str | None, name: str) -> tup
 
 
 _GROUP = re.compile(r"\(\?P?<(\w+)>")
-# {name} is filled from a capture or a fact; {name|flag} writes a config field the message names
-# (max_model_len) as its command-line flag (--max-model-len), the spelling both servers' argparse use
+# {name} is filled from a capture or a fact; {name|flag} writes a config field or class the message
+# names (max_model_len, KVTransfer) as its command-line flag (--max-model-len, --kv-transfer)
 TEMPLATE_NAME = re.compile(r"\{(\w+)(\|flag)?\}")
 
 
