@@ -21,11 +21,9 @@ traceback state of its stream (`Kinds`), which a later plain line of the stream 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
-from operator import add
 from typing import Any
 
 from logsense.framing import chain_link, frame_location, is_traceback_head
@@ -50,7 +48,13 @@ _ERROR = re.compile(
     r"Abort(?:ed)?|[Ss]egmentation fault|core dumped|sigquit|SIGQUIT|is dead|[Tt]imed out)\b"
 )
 _WARNING = re.compile(r"\b(?:WARNING|WARN|[Ww]arning|[Dd]eprecated|[Dd]eprecation)\b|Warning:")
+# What a line must hold, lowercased, for _ERROR / _WARNING to match: `in` costs ~50 ns a word where
+# the regexes cost ~20 us on a long line, and most lines hold none.
+_ERROR_WORDS = ("error", "critical", "fatal", "fail", "exception", "killed", "abort", "segmentation fault",
+                "core dumped", "sigquit", "is dead", "timed out")
+_WARNING_WORDS = ("warn", "deprecat")
 _ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_PLUS_ONE = (1).__add__  # a line's length with its newline
 _DIGIT = re.compile(r"\d")
 
 
@@ -140,9 +144,10 @@ class Kinds:
             self.chain = self._chain[pid] = None
         if _EXCEPTION.match(s):
             return "exception"
-        if _ERROR.search(msg):
+        low = msg.lower()
+        if any(w in low for w in _ERROR_WORDS) and _ERROR.search(msg):
             return "error"
-        if _WARNING.search(msg):
+        if any(w in low for w in _WARNING_WORDS) and _WARNING.search(msg):
             return "warning"
         return "line"
 
@@ -215,7 +220,9 @@ class RunTemplates:
         self.keep_all = keep_all  # False: only the lines new to the reference are mined (--baseline)
         self.kinds = Kinds()
         self.restarts = timeline.restarts
-        self._args = phase_index([s for s in timeline.specs if s.name == RESTART_PHASE])
+        args = phase_index([s for s in timeline.specs if s.name == RESTART_PHASE])  # what a new start's arguments hold
+        self._args_always = bool(args.always)
+        self._args_literals = tuple(tuple(lit.encode() for lit in lits) for lits in args.literals)
         self._block: list[bytes] = []  # the shapes of the block being fed, its first line after `_base`
         self._fed: set[int] = set()  # the lines of the block `pick` has fed (it counted the others)
         self._base = 0
@@ -267,34 +274,31 @@ class RunTemplates:
         """The offsets of the lines of `block` (whole lines) that must be fed; the others are counted here.
 
         `candidates`: where the lines the scanner feeds anyway start (a new start's arguments among them).
+        The block's lines are split, counted and selected in C; Python loops over shapes, fed lines and
+        (to collect their ranks) the lines of ranked shapes.
         """
         shapes = block.translate(_ZERO_DIGITS).split(b"\n")
         shapes.pop()  # after the last newline
         n = len(shapes)
-        line_at = list(map(add, accumulate(map(len, shapes), initial=0), range(n + 1)))  # where line i starts
+        line_at = list(accumulate(map(_PLUS_ONE, map(len, shapes)), initial=0))  # where line i starts
         self._block, self._base = shapes, lines_before
-        limit = self._restart_line(block, candidates, line_at)
+        limit = self._restart_line(block, candidates, n)
         fed = self._fed = set(range(limit, n))  # a new start may begin there: all fed
         fed.add(n - 1)  # (the next block may begin with its continuation)
-        for o in _indented(block):  # the line a journal continuation follows (the normalizer joins them): fed
-            fed.add(max(0, bisect_right(line_at, o) - 2))
+        fed.update(_continued(block))  # the line a journal continuation follows (the normalizer joins them)
         head = shapes[:limit]
         counts = Counter(head)
         known = self._shapes
-        whole: set[bytes] = set()  # shapes whose lines are all fed
-        for shape in counts:
-            s = known.get(shape)
-            if s is None:
-                i = head.index(shape)
-                s = known[shape] = _probe(block[line_at[i] : line_at[i + 1] - 1], shape)
+        new = [shape for shape in counts if shape not in known]
+        if new:
+            first = dict(zip(reversed(head), range(limit - 1, -1, -1), strict=True)) if len(new) > 8 else None
+            for shape in new:
+                i = first[shape] if first is not None else head.index(shape)
+                known[shape] = _probe(block[line_at[i] : line_at[i + 1] - 1], shape)
                 fed.add(i)  # the first line of a shape is fed
-            if not s.countable:
-                whole.add(shape)
-        if len(whole) > 8:
-            fed.update(i for i, x in enumerate(head) if x in whole)
-        else:
-            for shape in whole:
-                fed.update(compress(range(limit), map(shape.__eq__, head)))
+        whole = {shape for shape in counts if not known[shape].countable}  # shapes whose lines are all fed
+        if whole:
+            fed.update(compress(range(limit), map(whole.__contains__, head)))
         for i in fed:
             if i < limit:
                 counts[head[i]] -= 1
@@ -305,27 +309,27 @@ class RunTemplates:
                 s.extra += k
                 if s.rank_at is not None:
                     ranked[shape] = (s.ranks, *s.rank_at)
-        if ranked:
-            for x, o in zip(head, line_at[:limit], strict=True):  # (a fed line's rank is added again: a set)
+        if ranked:  # (a chain of maps is no faster: each rank is a new slice either way)
+            for x, o in zip(head, line_at, strict=False):  # (a fed line's rank is added again: a set)
                 r = ranked.get(x)
                 if r is not None:
                     r[0].add(block[o + r[1] : o + r[2]])
         return [line_at[i] for i in sorted(fed)]
 
-    def _restart_line(self, block: bytes, candidates: list[int], line_at: list[int]) -> int:
-        """The first line of `block` where a new start may begin (its arguments line); the line count when none."""
-        if self._args.always:
+    def _restart_line(self, block: bytes, candidates: list[int], n: int) -> int:
+        """The line of `block` where a new start may begin (its arguments line); `n`, its line count, when none."""
+        if self._args_always:
             return 0
-        cs, ci = self._args.literals
-        at = []
+        cs, ci = self._args_literals
+        skip = 0 if self.timeline.phases() or self.timeline.restarts else 1  # the first start's own arguments
         for o in candidates:
             line = block[o : block.find(b"\n", o)]
             low = line.lower() if ci else b""
-            if any(lit.encode() in line for lit in cs) or any(lit.encode() in low for lit in ci):
-                at.append(o)
-        if not self.timeline.phases() and not self.timeline.restarts:
-            at = at[1:]  # the first start's own arguments
-        return bisect_right(line_at, at[0]) - 1 if at else len(line_at) - 1
+            if any(lit in line for lit in cs) or any(lit in low for lit in ci):
+                if not skip:
+                    return block.count(b"\n", 0, o)
+                skip -= 1
+        return n
 
     def settle(self) -> None:
         """Put the lines counted by shape on their templates (call once the log is read)."""
@@ -340,17 +344,23 @@ class RunTemplates:
                 s.ranks = set()
 
 
-def _indented(block: bytes, depth: int = 16) -> list[int]:
-    """Where the lines of `block` that begin with `depth` blanks or more start (a journal entry's continuation)."""
+def _continued(block: bytes, depth: int = 16) -> list[int]:
+    """The lines of `block` followed by one that begins with `depth` blanks or more (a journal entry's continuation).
+
+    Line numbers from 0; the first line stands for itself when it is the continuation.
+    """
     run = b" " * depth
     out = []
+    line, counted = 0, 0  # the line number of offset `counted`
     i = block.find(run)  # a run of blanks is rare and found with long skips; then its line is looked at
     while i >= 0:
         j = i
         while j and block[j - 1] == 32:
             j -= 1
         if not j or block[j - 1] == 10:
-            out.append(j)
+            line += block.count(b"\n", counted, j)
+            counted = j
+            out.append(max(0, line - 1))
         nl = block.find(b"\n", i)
         i = block.find(run, nl) if nl >= 0 else -1
     return out
