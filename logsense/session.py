@@ -173,12 +173,18 @@ class Session:
             self._say(out, "unit_event", kind="stop", text=self.startup.stopped, at=item.at)
         return out
 
-    def tick(self, caught_up: bool, ended: bool = False) -> list[Note]:
-        """Nothing more to read now (`caught_up`), or ever (`ended`): close, decide, or wait."""
+    def tick(self, caught_up: bool, ended: bool = False, idle: float | None = None) -> list[Note]:
+        """Nothing more to read now (`caught_up`), or ever (`ended`): close, decide, or wait.
+
+        `idle`: seconds the source says nothing was added to it (a finished file's age): that much
+        of the quiet time has passed already, though the lines were read only now.
+        """
         out: list[Note] = []
         if self.code is not None:
             return out
         now = self.clock.monotonic()
+        if idle is not None and caught_up:
+            self.quiet_since = min(self.quiet_since, now - idle)
         s = self.startup
         if s.pipeline.framer.busy and (ended or now - self.quiet_since >= QUIET):
             self._updates(out, s.pipeline.flush())

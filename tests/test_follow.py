@@ -47,6 +47,36 @@ def test_a_partial_line_is_handed_out_after_a_quiet_time(tmp_path):
     f.close()
 
 
+def test_idle_for_a_file_written_long_ago_but_not_for_one_that_grows_as_it_is_followed(tmp_path):
+    p = tmp_path / "a.log"
+    p.write_text("one\ntwo\n")
+    old = time.time() - 60
+    os.utime(p, (old, old))
+    f = FileFollower(str(p), offset=0)
+    assert f.idle_for() is None  # not caught up yet
+    assert texts(f.read(0.05)) == ["one", "two"]
+    idle = f.idle_for()
+    assert idle is not None and 50 < idle <= time.time() - old - follow_mod.MTIME_SLACK
+    with open(p, "a") as fh:
+        fh.write("three\n")
+    os.utime(p, (old, old))  # a file's time can be wrong (another host's clock): what was seen counts
+    assert texts(read_until(f, 1)) == ["three"]
+    f.read(0.05)
+    assert f.caught_up and f.idle_for() is None
+    f.close()
+
+
+def test_no_idle_time_while_a_partial_line_is_held(tmp_path):
+    p = tmp_path / "a.log"
+    p.write_text("one\ntw")
+    old = time.time() - 60
+    os.utime(p, (old, old))
+    f = FileFollower(str(p), offset=0, partial_timeout=5)
+    assert texts(f.read(0.05)) == ["one"]
+    assert f.idle_for() is None
+    f.close()
+
+
 def test_offset_none_starts_at_the_end(tmp_path):
     p = tmp_path / "a.log"
     p.write_text("old\n")

@@ -176,3 +176,24 @@ def test_journal_short_lines_without_a_year_then_sglangs_own_times(rules):
     since = {n.fields["name"]: n.fields["since_start"] for n in notes if n.kind == "phase"}
     assert since["server_args"] == 1 and since["weight_loading"] == 3
     assert s.verdicts[0].started_at.startswith("2026-01-01 00:00:00")
+
+
+def test_a_log_written_long_ago_needs_no_quiet_time_waited_out(rules):
+    clock = FakeClock()
+    s, f = session(rules, clock, until_ready=True), Feeder()
+    feed(s, f, startup() + oom_tail())
+    assert s.code is None  # read just now: the lines that complete the failure may still come
+    assert not s.tick(caught_up=False, idle=60) and s.code is None  # more to read: its age says nothing yet
+    notes = s.tick(caught_up=True, idle=60)  # but nothing was added to the file for a minute
+    assert s.code == 1 and notes[-1].fields["reason"] == "failed"
+
+
+def test_a_file_written_a_moment_ago_waits_out_the_rest_of_the_quiet_time(rules):
+    clock = FakeClock()
+    s, f = session(rules, clock, until_ready=True), Feeder()
+    feed(s, f, startup() + oom_tail())
+    s.tick(caught_up=True, idle=QUIET / 2)
+    assert s.code is None
+    clock.advance(QUIET / 2)
+    s.tick(caught_up=True, idle=None)
+    assert s.code == 1

@@ -172,7 +172,7 @@ class _Loop:
                     return
             if self.replay_to is not None and src.caught_up:
                 self._resumed()  # the saved position is not there any more: go live from here
-            self.show(s.tick(caught_up=src.caught_up, ended=src.ended))
+            self.show(s.tick(caught_up=src.caught_up, ended=src.ended, idle=src.idle_for()))
             self._probe()
             if s.code is None:
                 self.show([s.status()])

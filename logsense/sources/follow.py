@@ -25,6 +25,8 @@ POLL = 0.02  # seconds between looks at an idle file: the floor of the delay a n
 READ_CAP = 4 << 20  # bytes taken from one file per look, so a huge backlog does not stall the caller
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here (as for recorded logs)
 SCAN_BLOCK = 1 << 20
+# A file system that keeps whole-second times (2 s on FAT) dates a write up to this much too early.
+MTIME_SLACK = 2.0
 HEAD = 1024  # bytes of a file's start that identify its content (a truncation changes them)
 
 
@@ -78,6 +80,7 @@ class FileFollower:
         self._old: list[_Open] = []
         self._eof = False
         self.caught_up = False  # the last look read to the end of what the file held then
+        self._grew_live = False  # the file grew after a look had caught up: it is being written as we follow
         self._open_first(offset, ident, head)
 
     # -- opening -----------------------------------------------------------------------------
@@ -196,12 +199,25 @@ class FileFollower:
                 elif cur.pending and now - cur.pending_since >= self.partial_timeout:
                     self._flush_partial(cur, out)
         self._eof = not got
+        self._grew_live = self._grew_live or (got and self.caught_up)
         now_open = self._cur
         self.caught_up = now_open is None or os.fstat(now_open.fd).st_size <= now_open.offset
         if not self.follow and self._eof:
             for f in [*self._old, *([self._cur] if self._cur else [])]:
                 self._flush_partial(f, out)
         return out
+
+    def idle_for(self) -> float | None:
+        """Seconds the file has surely not grown, by its time of last change; None when that is not known.
+
+        Known only while the follower is caught up on one file, holding no partial line, and has not
+        seen the file grow as it followed it: a log written long ago needs no quiet time waited out,
+        but a file written now is timed by what the follower sees, not by a clock it cannot check.
+        """
+        cur = self._cur
+        if cur is None or self._old or cur.pending or self._grew_live or not self.caught_up:
+            return None
+        return max(time.time() - os.fstat(cur.fd).st_mtime - MTIME_SLACK, 0.0)
 
     def _drain(self, f: _Open, out: list[tuple[int, str]], now: float) -> bool:
         """Read what is new in one file; True when there were bytes."""

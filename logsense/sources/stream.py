@@ -40,6 +40,9 @@ class Source(Protocol):
 
     def read(self, timeout: float) -> list[Item]: ...
 
+    def idle_for(self) -> float | None:
+        """Seconds nothing has been added to the input, when the source can tell (None: it cannot)."""
+
     def position(self) -> dict: ...
 
     def close(self) -> None: ...
@@ -93,6 +96,9 @@ class FileSource:
     @property
     def ended(self) -> bool:
         return not self.follower.follow and self.follower.at_end
+
+    def idle_for(self) -> float | None:
+        return self.follower.idle_for()
 
     def read(self, timeout: float) -> list[Item]:
         out = []
@@ -170,6 +176,9 @@ class JournalItems:
     @property
     def ended(self) -> bool:
         return self._past_until or self.src.done
+
+    def idle_for(self) -> float | None:
+        return None  # entries are timed by the host that wrote them: the quiet time is waited out
 
     def read(self, timeout: float) -> list[Item]:
         if self._past_until:
