@@ -203,3 +203,18 @@ def test_odd_encodings_are_read_as_text(tmp_path, encode):
 def test_zstd_is_a_clear_error_not_binary(tmp_path):
     code, rep = _analyze_bytes(tmp_path, "x.log.gz", b"\x28\xb5\x2f\xfd" + b"\x00" * 40)
     assert code == 2 and "zstd" in rep["stderr"]
+
+
+def test_one_pass_finds_the_lines_two_passes_find():
+    """Big inputs are searched once, case-blind literals by every casing of their last letters; small ones twice."""
+    pytest.importorskip("ahocorasick_rs")
+    cs, ci = [b"mory used", b"Traceback"], [b"not enough memory", b"oom"]
+    data = (b"NoT EnOuGh MeMoRy\n"  # a case-blind literal in an odd casing
+            b"memory is fine\n"  # its anchor alone: checked, not picked
+            b"memory used\n"  # a literal hidden behind the anchor's match
+            b"an OoM here\n"  # a short case-blind literal: every casing is searched
+            b"Traceback (most recent call last):\n" b"nothing\n")
+    one, two = scan_module._AhoCorasick(cs, ci, big=True), scan_module._AhoCorasick(cs, ci, big=False)
+    assert scan_module._starts(data, one) == scan_module._starts(data, two)
+    assert [data[s : data.find(b"\n", s)] for s in scan_module._starts(data, one)] == [
+        b"NoT EnOuGh MeMoRy", b"memory used", b"an OoM here", b"Traceback (most recent call last):"]
