@@ -15,13 +15,19 @@ the bad run went through, the facts and flags that differ, the phase durations s
 side and each run's root diagnosis.
 
 A log with several starts (a restart loop) is compared by its last start, as `analyze`
-reports it. Memory is bounded by the miners' caps, not by the length of the logs.
+reports it. Memory is bounded by the miners' caps, not by the length of the logs. Two big
+files on a machine with two cores are read at the same time: the good one in a forked child
+process, the bad one here, which tests its lines against the good run's templates once the
+child hands them over (`RunTemplates` keeps them meanwhile), so the report is the same.
 `LOGSENSE_SCAN=off` feeds every line (the reference the scanner-fed diff is tested against).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import pickle
+import signal
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +35,7 @@ from logsense.analysis import read_into
 from logsense.model import Report, Role
 from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet
-from logsense.run_templates import Observing, RunTemplates, TemplateLine
+from logsense.run_templates import Observing, RunTemplates, TemplateLine, Templates
 from logsense.templates import TemplateMiner
 
 SCHEMA_VERSION = 1
@@ -40,6 +46,7 @@ SETUP_FACTS = ("sglang_version", "torch_version", "cuda_version", "driver_versio
                "gpu_count", "model_path", "model_arch", "model_is_multimodal")
 # chosen anew at every start / a copy of python_version / read from model_path
 NOISY_FACTS = {"arg_random_seed", "python_minor", "model_is_local"}
+PARALLEL_BYTES = 4 << 20  # both logs at least this big: the good one is read in a child process meanwhile
 
 
 @dataclass
@@ -47,22 +54,26 @@ class Run:
     """One startup as the diff sees it."""
 
     report: Report
-    observer: RunTemplates
+    templates: Templates  # every line template of its (last) start, each with its first line and count
     restarts: int
+    observer: RunTemplates | None = None  # the watcher that read it; None when read in a child process
 
     @property
     def source(self) -> str:
         return self.report.source
 
 
-def read_run(path: str, rules: RuleSet, reference: TemplateMiner | None = None) -> Run:
-    """Stream one recorded log ('-' is stdin, /dev/fd/N and .gz work) through a pipeline with a template watcher."""
+def read_run(path: str, rules: RuleSet, reference: TemplateMiner | Callable[[], TemplateMiner] | None = None) -> Run:
+    """Stream one recorded log ('-' is stdin, /dev/fd/N and .gz work) through a pipeline with a template watcher.
+
+    `reference`: the good run's templates (or a function that waits for them), to tell the new lines by.
+    """
     p = Pipeline(rules, Observing(reference))
     obs = p.watcher
     assert isinstance(obs, RunTemplates)
     report, _ = read_into(p, path)
     obs.settle()
-    return Run(report, obs, p.timeline.restarts)
+    return Run(report, obs.all, p.timeline.restarts, obs)
 
 
 @dataclass
@@ -151,15 +162,85 @@ def _run_json(run: Run) -> dict[str, Any]:
     r = run.report
     root = r.root
     return {"source": r.source, "status": r.status.value, "phase": r.phase, "lines": r.lines,
-            "restarts": run.restarts, "templates": len(run.observer.all.miner),
+            "restarts": run.restarts, "templates": len(run.templates.miner),
             "root": root.to_json() if root else None}
 
 
-def diff_logs(good_path: str, bad_path: str, rules: RuleSet) -> DiffResult:
-    """Read the good log, then the bad one (each once, streaming), and compare them."""
-    good = read_run(good_path, rules)
-    bad = read_run(bad_path, rules, reference=good.observer.all.miner)
-    return compare_runs(good, bad, benign_patterns(rules))
+def diff_logs(good_path: str, bad_path: str, rules: RuleSet, parallel: bool | None = None) -> DiffResult:
+    """Read both logs (each once, streaming) and compare them.
+
+    `parallel`: read the good log in a child process while this one reads the bad log (None:
+    when both are files of PARALLEL_BYTES or more and two cores are there to run them).
+    """
+    if parallel is None:
+        parallel = _worth_a_child(good_path, bad_path)
+    if not parallel:
+        good = read_run(good_path, rules)
+        bad = read_run(bad_path, rules, reference=good.templates.miner)
+        return compare_runs(good, bad, benign_patterns(rules))
+    with _GoodRun(good_path, rules) as child:
+        try:
+            bad = read_run(bad_path, rules, reference=lambda: child.run().templates.miner)
+        except Exception:
+            child.run()  # the good log's error first, as when it is read first
+            raise
+        return compare_runs(child.run(), bad, benign_patterns(rules))
+
+
+def _worth_a_child(*paths: str) -> bool:
+    """Two cores, fork, and two files big enough that reading them side by side pays for the fork."""
+    if not hasattr(os, "fork") or not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        return False
+    try:
+        return all(os.path.isfile(p) and os.path.getsize(p) >= PARALLEL_BYTES for p in paths)
+    except OSError:
+        return False
+
+
+class _GoodRun:
+    """The good log read in a forked child process; `run()` waits for it (or reads it here if the child failed)."""
+
+    def __init__(self, path: str, rules: RuleSet) -> None:
+        self.path, self.rules = path, rules
+        self._run: Run | None = None
+        read, write = os.pipe()
+        self._pid = os.fork()
+        if self._pid == 0:  # the child: read, hand over what the comparison needs, and leave without cleanup
+            code = 1
+            try:
+                os.close(read)
+                run = read_run(path, rules)
+                with os.fdopen(write, "wb") as out:
+                    pickle.dump((run.report, run.templates, run.restarts), out, protocol=pickle.HIGHEST_PROTOCOL)
+                code = 0
+            finally:
+                os._exit(code)  # (any error is raised again when the parent reads the log itself)
+        os.close(write)
+        self._fd = read
+
+    def run(self) -> Run:
+        if self._run is None:
+            if self._pid:
+                with os.fdopen(self._fd, "rb") as fh:
+                    data = fh.read()
+                self._fd = -1
+                _, status = os.waitpid(self._pid, 0)
+                self._pid = 0
+                if status == 0 and data:
+                    self._run = Run(*pickle.loads(data))  # our own child's data
+                    return self._run
+            self._run = read_run(self.path, self.rules)  # the child failed: what it raised is raised here
+        return self._run
+
+    def __enter__(self) -> _GoodRun:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._pid:
+            os.kill(self._pid, signal.SIGKILL)
+            os.waitpid(self._pid, 0)
+        if self._fd >= 0:
+            os.close(self._fd)
 
 
 def benign_patterns(rules: RuleSet) -> list:
@@ -183,10 +264,11 @@ def _mark_benign(lines: list[TemplateLine], benign: list) -> None:
 
 
 def compare_runs(good: Run, bad: Run, benign: list | None = None) -> DiffResult:
+    assert bad.observer is not None  # (the bad run is read here)
     bad_only = bad.observer.new.items()
     _mark_benign(bad_only, benign or [])
-    bad_templates = bad.observer.all.miner
-    good_only = [x for x in good.observer.all.items() if bad_templates.match_masked(x.masked) is None]
+    bad_templates = bad.templates.miner
+    good_only = [x for x in good.templates.items() if bad_templates.match_masked(x.masked) is None]
     error, chain = first_error(bad_only, bad.observer.kinds.handled)
     order = bad.observer.timeline.order  # startup order, from the phase file
     return DiffResult(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from typing import Any
@@ -35,6 +36,7 @@ from logsense.templates import TemplateMiner, mask
 from logsense.timeline import RESTART_PHASE, Timeline
 
 MAX_TEXT = 500  # characters of a line kept as evidence
+MAX_PENDING = 20_000  # records kept while the reference is not ready (a few MB), then it is waited for
 ERRORISH = ("exception", "error", "traceback")
 PLAIN = ("line", "error", "warning")  # kinds that neither open nor continue a traceback
 
@@ -214,9 +216,16 @@ class _Shape:
 class RunTemplates:
     """A pipeline watcher: mines every record of one run; with a reference, keeps what is new to it."""
 
-    def __init__(self, timeline: Timeline, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
+    def __init__(self, timeline: Timeline, reference: TemplateMiner | Callable[[], TemplateMiner] | None = None,
+                 keep_all: bool = True) -> None:
+        """`reference`: the miner to tell new lines by, or a function that gives it once it is ready.
+
+        With a function, the lines to test are kept (in order, at most MAX_PENDING) and tested when
+        it is called: when they reach that bound, or at `settle`. The result is the same.
+        """
         self.timeline = timeline
-        self.reference = reference
+        self.reference = reference if isinstance(reference, TemplateMiner) else None
+        self._awaited = reference if callable(reference) else None
         self.keep_all = keep_all  # False: only the lines new to the reference are mined (--baseline)
         self.kinds = Kinds()
         self.restarts = timeline.restarts
@@ -232,6 +241,8 @@ class RunTemplates:
         self.all = Templates()
         self.new = Templates(max_clusters=5_000)
         self._shapes: dict[bytes, _Shape] = {}
+        # records mined before the reference is known, in order, each with the shape it stands for
+        self._pending: list[tuple[Record, str, str, str, int | None, _Shape | None]] = []
 
     def event(self, event: Event) -> None:
         pass
@@ -258,11 +269,33 @@ class RunTemplates:
         masked = mask(msg)
         chain = self.kinds.chain
         all_id = self.all.add(rec, masked, phase, kind, chain) if self.keep_all else None
+        if known is not None and known.countable:
+            known.mined, known.all_id = True, all_id
+        else:
+            known = None
+        if self._awaited is not None:
+            self._pending.append((rec, masked, phase, kind, chain, known))
+            if len(self._pending) >= MAX_PENDING:
+                self._resolve()
+        else:
+            self._new(rec, masked, phase, kind, chain, known)
+
+    def _new(self, rec: Record, masked: str, phase: str, kind: str, chain: int | None, shape: _Shape | None) -> None:
+        """Mine the record among the new lines when it fits no reference template."""
         new_id = None
         if self.reference is not None and self.reference.match_masked(masked) is None:
             new_id = self.new.add(rec, masked, phase, kind, chain)
-        if known is not None and known.countable:
-            known.mined, known.all_id, known.new_id = True, all_id, new_id
+        if shape is not None:
+            shape.new_id = new_id
+
+    def _resolve(self) -> None:
+        """Wait for the reference, and test the records kept meanwhile against it."""
+        if self._awaited is None:
+            return
+        self.reference, self._awaited = self._awaited(), None
+        pending, self._pending = self._pending, []
+        for item in pending:
+            self._new(*item)
 
     def _count(self, shape: _Shape, rank: str | None) -> None:
         shape.extra += 1
@@ -333,6 +366,7 @@ class RunTemplates:
 
     def settle(self) -> None:
         """Put the lines counted by shape on their templates (call once the log is read)."""
+        self._resolve()
         for s in self._shapes.values():
             if s.mined and s.extra:
                 ranks = {r.decode("utf-8", "replace") for r in s.ranks}
@@ -392,7 +426,8 @@ class Observing:
 
     reading = Reading(pick=True)  # the scanner's lines, and those `RunTemplates.pick` wants
 
-    def __init__(self, reference: TemplateMiner | None = None, keep_all: bool = True) -> None:
+    def __init__(self, reference: TemplateMiner | Callable[[], TemplateMiner] | None = None,
+                 keep_all: bool = True) -> None:
         self.reference = reference
         self.keep_all = keep_all
 

@@ -1,5 +1,8 @@
 """The scanner-fed diff (first line of each shape fed, the rest counted) equals the diff fed every line.
 
+The diff that reads the good log in a child process (the bad one testing its lines against the
+good run's templates only once the child hands them over) gives the same report too.
+
 The logs are made to hit what the counting must get right: serving traffic whose numbers and
 ranks change on every line, messages told apart only by a digit the masks keep (`qwen3` /
 `qwen2`), a restart in the middle of the bad log, journal continuation lines, tracebacks, and
@@ -15,7 +18,7 @@ import pytest
 from diff_golden import canonical
 from test_diff import Journal, startup
 
-from logsense import scan
+from logsense import run_templates, scan
 from logsense.diff import diff_logs
 
 
@@ -80,3 +83,26 @@ def test_scanner_fed_diff_is_the_every_line_diff(logs, rules, monkeypatch, block
     assert fast == full
     assert fast["bad"]["restarts"] == (1 if order == "good-bad" else 0)
     assert any("qwen" in x["text"] for x in fast["bad_only"])  # a digit the masks keep tells the lines apart
+
+
+@pytest.mark.parametrize("pending", [run_templates.MAX_PENDING, 7])
+def test_good_log_read_in_a_child_process(logs, rules, monkeypatch, pending):
+    good, bad = logs
+    monkeypatch.setattr(run_templates, "MAX_PENDING", pending)  # 7: waited for early, most of the log still unread
+    monkeypatch.setattr(scan, "BLOCK", 65536)
+    alone = canonical(diff_logs(str(good), str(bad), rules, parallel=False).to_json(), good, bad)
+    both = canonical(diff_logs(str(good), str(bad), rules, parallel=True).to_json(), good, bad)
+    assert both == alone
+
+
+def test_a_good_log_the_child_cannot_read_fails_as_when_read_first(logs, rules, tmp_path):
+    from logsense.errors import SourceError
+
+    good, bad = logs
+    broken = tmp_path / "broken.log.gz"
+    broken.write_bytes(b"\x1f\x8b\x08\x00" + bytes(64))  # a gzip header, then garbage
+    with pytest.raises(SourceError) as alone:
+        diff_logs(str(broken), str(bad), rules, parallel=False)
+    with pytest.raises(SourceError) as both:
+        diff_logs(str(broken), str(bad), rules, parallel=True)
+    assert str(both.value) == str(alone.value)
