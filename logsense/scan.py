@@ -421,7 +421,7 @@ def _feed_block(body: bytes, starts: list[int], ln: int, p: Pipeline, last: list
     """Feed the lines of `body` (whole lines) that start at `starts`; returns the line count after it."""
     if len(body) > 1:
         start = body.rfind(b"\n", 0, len(body) - 1) + 1
-        last[0], last[1], last[2] = body[start : len(body) - 1][:MAX_LINE_BYTES], ln + body.count(b"\n"), False
+        last[0], last[2] = body[start : len(body) - 1][:MAX_LINE_BYTES], False
     if tail or pick is not None:
         found = set(starts)
         if pick is not None:
@@ -453,4 +453,6 @@ def _feed_block(body: bytes, starts: list[int], ln: int, p: Pipeline, last: list
         pos = nl + 1
         if pos >= end:
             last[2] = True
+    if len(body) > 1:
+        last[1] = ln  # the block's last line: every line of it is counted once, fed or not
     return ln
