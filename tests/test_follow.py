@@ -207,10 +207,10 @@ def test_last_line_offset_finds_the_latest_marker_across_blocks(tmp_path, monkey
     lines[17] = "[2026-01-01 01:00:00] server_args=ServerArgs(second)"
     lines[20] = "a line that only mentions server_args= in passing"
     p.write_text("\n".join(lines) + "\n")
-    off = last_line_offset(str(p), [b"server_args="], lambda t: "ServerArgs(" in t)
+    off = last_line_offset(str(p), ["server_args="], lambda t: "ServerArgs(" in t)
     data = p.read_bytes()
     assert data[off:].startswith(b"[2026-01-01 01:00:00] server_args=ServerArgs(second)")
-    assert last_line_offset(str(p), [b"nothing like it"], lambda t: True) is None
+    assert last_line_offset(str(p), ["nothing like it"], lambda t: True) is None
 
 
 def test_truncate_then_refill_past_the_old_size_between_two_looks(tmp_path):

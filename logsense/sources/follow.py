@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from logsense.errors import SourceError
-from logsense.sources.recorded import source_error
+from logsense.sources.recorded import TextCodec, codec_of, source_error
 
 POLL = 0.02  # seconds between looks at an idle file: the floor of the delay a new line sees
 READ_CAP = 4 << 20  # bytes taken from one file per look, so a huge backlog does not stall the caller
@@ -40,6 +40,8 @@ class _Open:
     last_data: float = 0.0
     head: bytes = b""  # the file's first bytes as last seen
     line_start: int = 0  # where the next line (the pending one) begins
+    codec: TextCodec = field(default_factory=TextCodec)  # UTF-8, or UTF-16 when the file starts with its BOM
+    codec_sure: bool = False  # the codec was read from the file's first two bytes (a BOM is two)
 
 
 def fingerprint(head: bytes) -> str:
@@ -123,7 +125,9 @@ class FileFollower:
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)
         now = time.monotonic()
-        return _Open(fd, (st.st_dev, st.st_ino), offset, last_data=now, head=read_head(fd), line_start=offset)
+        head = read_head(fd)
+        return _Open(fd, (st.st_dev, st.st_ino), offset, last_data=now, head=head, line_start=offset,
+                     codec=codec_of(head), codec_sure=len(head) >= 2)
 
     def _try_open(self) -> _Open | None:
         """The file now at the path, from its start; None while there is none."""
@@ -181,6 +185,7 @@ class FileFollower:
                 self._flush_partial(cur, out)
                 os.lseek(cur.fd, 0, os.SEEK_SET)
                 cur.offset = cur.line_start = 0
+                cur.codec, cur.codec_sure = codec_of(head), len(head) >= 2
             if cur.offset:
                 cur.head = head
             got = self._drain(cur, out, now)
@@ -228,13 +233,22 @@ class FileFollower:
         if not data:
             return False
         base = f.offset
-        f.offset += len(data)
-        f.last_data = now
         if len(f.head) < HEAD:
             f.head = read_head(f.fd)
+        if not f.codec_sure:  # a file opened (nearly) empty: its first bytes say how it is stored
+            f.codec, f.codec_sure = codec_of(f.head), len(f.head) >= 2
+        codec = f.codec
+        if (base + len(data)) % codec.unit:  # half a UTF-16 character (still being written): read it next time
+            os.lseek(f.fd, -1, os.SEEK_CUR)
+            data = data[:-1]
+        if not data:
+            return False
+        f.offset += len(data)
+        f.last_data = now
+        step = len(codec.newline)
         start = 0
         while True:
-            nl = data.find(b"\n", start)
+            nl = codec.find_newline(data, start, base)
             if nl < 0:
                 rest = data[start:]
                 if rest:
@@ -252,18 +266,20 @@ class FileFollower:
             elif len(chunk) > MAX_LINE_BYTES:
                 chunk = chunk[:MAX_LINE_BYTES]
             self.line += 1
+            first = f.line_start == 0
             self._began(f)
-            f.line_start = base + nl + 1
-            out.append((self.line, chunk.decode("utf-8", "replace")))
-            start = nl + 1
+            f.line_start = base + nl + step
+            out.append((self.line, codec.decode(chunk, first)))
+            start = nl + step
         return True
 
     def _flush_partial(self, f: _Open, out: list[tuple[int, str]]) -> None:
         if f.pending:
             self.line += 1
+            first = f.line_start == 0
             self._began(f)
             f.line_start = f.offset
-            out.append((self.line, bytes(f.pending).decode("utf-8", "replace")))
+            out.append((self.line, f.codec.decode(bytes(f.pending), first)))
             f.pending.clear()
 
     def _began(self, f: _Open) -> None:
@@ -301,7 +317,7 @@ class FileFollower:
         self._cur = None
 
 
-def last_line_offset(path: str, literals: list[bytes], accept, limit: int = 256 << 20) -> int | None:
+def last_line_offset(path: str, literals: list[str], accept, limit: int = 256 << 20) -> int | None:
     """The byte offset of the last line holding one of `literals` for which accept(text) is true.
 
     Reads the file backwards in blocks (at most `limit` bytes), so the latest startup in a big
@@ -312,21 +328,25 @@ def last_line_offset(path: str, literals: list[bytes], accept, limit: int = 256 
     except OSError:
         return None
     try:
+        codec = codec_of(read_head(fd, 2))
+        encoded = [lit.encode(codec.encoding or "utf-8") for lit in literals]
+        step = len(codec.newline)
         end = os.fstat(fd).st_size
         lo_limit = max(0, end - limit)
+        lo_limit += lo_limit % codec.unit  # a line starts on a whole character
         pos = end
         carry = b""  # the start of the line that straddles the block boundary above
         while pos > lo_limit:
             start = max(lo_limit, pos - SCAN_BLOCK)
             block = os.pread(fd, pos - start, start) + carry
             # only whole lines: the first (partial) line of the block is carried to the next block
-            cut = block.find(b"\n") + 1 if start > lo_limit else 0
-            if cut == 0 and start > lo_limit:
+            cut = codec.find_newline(block, 0, start) + step if start > lo_limit else 0
+            if cut < step and start > lo_limit:
                 carry = block
                 pos = start
                 continue
             body = block[cut:]
-            hit = _last_hit(body, literals, accept)
+            hit = _last_hit(body, encoded, accept, codec, start + cut)
             if hit is not None:
                 return start + cut + hit
             carry = block[:cut]
@@ -336,16 +356,19 @@ def last_line_offset(path: str, literals: list[bytes], accept, limit: int = 256 
         os.close(fd)
 
 
-def _last_hit(body: bytes, literals: list[bytes], accept) -> int | None:
+def _last_hit(body: bytes, literals: list[bytes], accept, codec: TextCodec, at: int) -> int | None:
+    """Where the last line of `body` (whole lines, at file offset `at`) holding a literal and accepted starts."""
     best = None
+    step = len(codec.newline)
     for lit in literals:
         i = body.rfind(lit)
         while i >= 0:
-            ls = body.rfind(b"\n", 0, i) + 1
+            ls = codec.rfind_newline(body, i, at)
+            ls = ls + step if ls >= 0 else 0
             if best is not None and ls <= best:
                 break
-            le = body.find(b"\n", i)
-            text = body[ls : le if le >= 0 else len(body)].decode("utf-8", "replace")
+            le = codec.find_newline(body, i, at)
+            text = codec.decode(body[ls : le if le >= 0 else len(body)], first=at + ls == 0)
             if accept(text):
                 best = ls
                 break
@@ -385,13 +408,23 @@ def count_lines(path: str, offset: int) -> int:
     n = 0
     try:
         with open(path, "rb") as fh:
+            codec = codec_of(fh.read(2))
+            fh.seek(0)
             left = offset
+            at = 0
             while left > 0:
                 block = fh.read(min(SCAN_BLOCK, left))
                 if not block:
                     break
-                n += block.count(b"\n")
+                if codec.unit == 1:
+                    n += block.count(b"\n")
+                else:
+                    i = codec.find_newline(block, 0, at)
+                    while i >= 0:
+                        n += 1
+                        i = codec.find_newline(block, i + 1, at)
                 left -= len(block)
+                at += len(block)
     except OSError:
         return 0
     return n

@@ -9,6 +9,7 @@ import stat
 import sys
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from logsense.errors import SourceError
@@ -89,6 +90,60 @@ _ZSTD, _XZ, _BZ2 = b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00", b"BZh"
 _BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 
 
+@dataclass(frozen=True)
+class TextCodec:
+    """How a log file stores its text: UTF-8 (`encoding` None), or UTF-16 told by its byte-order mark.
+
+    Recorded logs (`as_text_bytes`) and followed files (`tail FILE`) decode through it, so both
+    read a Windows-saved log the same way.
+    """
+
+    encoding: str | None = None
+
+    @property
+    def newline(self) -> bytes:
+        return "\n".encode(self.encoding) if self.encoding else b"\n"
+
+    @property
+    def unit(self) -> int:
+        """Bytes per code unit: a line ends on a multiple of it."""
+        return 2 if self.encoding else 1
+
+    def find_newline(self, data: bytes, start: int, at: int = 0) -> int:
+        """Where the next line end is in `data` from `start` (-1: none); `at`: the file offset of data[0]."""
+        nl = self.newline
+        i = data.find(nl, start)
+        while i >= 0 and (at + i) % self.unit:
+            i = data.find(nl, i + 1)  # the newline's bytes across two characters
+        return i
+
+    def rfind_newline(self, data: bytes, end: int, at: int = 0) -> int:
+        """Where the last line end that lies wholly before `end` is in `data` (-1: none)."""
+        nl = self.newline
+        i = data.rfind(nl, 0, end)
+        while i >= 0 and (at + i) % self.unit:
+            i = data.rfind(nl, 0, i + len(nl) - 1)
+        return i
+
+    def decode(self, chunk: bytes, first: bool = False) -> str:
+        """One line's bytes as text (`first`: the file's first line, whose byte-order mark is dropped)."""
+        if self.encoding is None:
+            return chunk.decode("utf-8", "replace")
+        text = chunk.decode(self.encoding, "replace")
+        return text[1:] if first and text.startswith("\ufeff") else text
+
+    def incremental(self):
+        """A decoder for a stream of the file's bytes, in pieces cut anywhere."""
+        import codecs
+
+        return codecs.getincrementaldecoder(self.encoding or "utf-8")("replace")
+
+
+def codec_of(head: bytes) -> TextCodec:
+    """The codec of a file that starts with `head` (its first two bytes or more)."""
+    return TextCodec(_BOMS.get(head[:2]))
+
+
 def as_text_bytes(fp: BinaryIO, name: str) -> BinaryIO:
     """The log's lines as UTF-8 bytes ending in \\n, whatever the file holds.
 
@@ -111,8 +166,9 @@ def as_text_bytes(fp: BinaryIO, name: str) -> BinaryIO:
         return as_text_bytes(io.BufferedReader(lzma.LZMAFile(buffered)), name)
     if head[:4] == _ZSTD:
         raise SourceError(f"{name}: zstd-compressed; decompress it first (zstd -dc {name} | logsense analyze -)")
-    if head[:2] in _BOMS:
-        return as_text_bytes(io.BufferedReader(_Recoded(buffered, _BOMS[head[:2]], name), BLOCK), name)
+    codec = codec_of(head)
+    if codec.encoding is not None:
+        return as_text_bytes(io.BufferedReader(_Recoded(buffered, codec, name), BLOCK), name)
     start = _peek(buffered, 1 << 16, name)
     if b"\r" in start and b"\n" not in start:
         return io.BufferedReader(_Recoded(buffered, None, name), BLOCK)
@@ -135,13 +191,11 @@ def lzma_errors() -> type[Exception]:
 
 
 class _Recoded(io.RawIOBase):
-    """A byte stream decoded from `encoding` (None: UTF-8 kept) to UTF-8, with lone \\r line ends made \\n."""
+    """A byte stream decoded by `codec` (None: UTF-8 kept) to UTF-8, with lone \\r line ends made \\n."""
 
-    def __init__(self, inner: BinaryIO, encoding: str | None, name: str) -> None:
-        import codecs
-
+    def __init__(self, inner: BinaryIO, codec: TextCodec | None, name: str) -> None:
         self.inner, self.name = inner, name
-        self.decoder = codecs.getincrementaldecoder(encoding)("replace") if encoding else None
+        self.decoder = codec.incremental() if codec is not None else None
         self.pending = b""
         self.first = True
 

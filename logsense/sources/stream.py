@@ -122,7 +122,7 @@ def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
     if from_start or not os.path.exists(path):
         return 0, "from its start" if os.path.exists(path) else "waiting for it to appear"
     spec = next((p for p in rules.phases if p.name == "server_args"), None)
-    literals = [lit.encode() for p in (spec.markers if spec else ()) if not p.icase for lit in p.literals or ()]
+    literals = [lit for p in (spec.markers if spec else ()) if not p.icase for lit in p.literals or ()]
     if spec is not None and literals:
         def accept(text: str) -> bool:
             return any(m.regex.search(r.message) for r in Normalizer().feed(0, text) for m in spec.markers)
