@@ -24,6 +24,35 @@ def _as_flag(name: str) -> str:
     return "--" + snake.replace("_", "-")
 
 
+# Import names whose package on PyPI has another name: the one map every `{name|pip}` fix reads.
+PIP_NAMES = {
+    "cv2": "opencv-python-headless",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "zmq": "pyzmq",
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    "bs4": "beautifulsoup4",
+    "fitz": "pymupdf",
+    "attr": "attrs",
+    "dateutil": "python-dateutil",
+    "dotenv": "python-dotenv",
+    "multipart": "python-multipart",
+    "Crypto": "pycryptodome",
+    "cuda": "cuda-python",
+    "pynvml": "nvidia-ml-py",
+    "sgl_kernel": "sgl-kernel",
+    "flashinfer": "flashinfer-python",
+    "mooncake": "mooncake-transfer-engine",
+}
+
+
+def pip_name(module: str) -> str:
+    """The package pip installs for an import name (by its top-level module); a name not in PIP_NAMES is kept."""
+    top = module.split(".", 1)[0]
+    return PIP_NAMES.get(top, top)
+
+
 def _fill(template: str | None, values: dict[str, Any]) -> str | None:
     """Fill {names}; None when a name has no value."""
     if template is None:
@@ -36,7 +65,9 @@ def _fill(template: str | None, values: dict[str, Any]) -> str | None:
         if v is None or v == "":
             missing = True
             return ""
-        return _as_flag(str(v)) if m.group(2) else str(v)
+        if m.group(2) == "flag":
+            return _as_flag(str(v))
+        return pip_name(str(v)) if m.group(2) == "pip" else str(v)
 
     out = TEMPLATE_NAME.sub(sub, template)
     return None if missing else out

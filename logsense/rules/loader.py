@@ -234,8 +234,9 @@ def _patterns(c: _Checker, m: Marked | None, rule: str | None, name: str) -> tup
 
 _GROUP = re.compile(r"\(\?P?<(\w+)>")
 # {name} is filled from a capture or a fact; {name|flag} writes a config field or class the message
-# names (max_model_len, KVTransfer) as its command-line flag (--max-model-len, --kv-transfer)
-TEMPLATE_NAME = re.compile(r"\{(\w+)(\|flag)?\}")
+# names (max_model_len, KVTransfer) as its command-line flag (--max-model-len, --kv-transfer);
+# {name|pip} writes an imported module (zmq, cv2) as the package pip installs (pyzmq, opencv-python-headless)
+TEMPLATE_NAME = re.compile(r"\{(\w+)(?:\|(flag|pip))?\}")
 
 
 def capture_names(patterns: tuple[PatternSpec, ...]) -> set[str]:
