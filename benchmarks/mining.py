@@ -28,6 +28,7 @@ import argparse
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -145,33 +146,42 @@ def halves(lines: int) -> tuple[Path, Path]:
 def diff_rows(lines: int = 200_000, repeat: int = 3, every_line: bool = False) -> list[str]:
     """`logsense diff` on two halves of a generated log against `analyze` of each half, as a markdown table.
 
-    Whole processes, median of `repeat`; CPU seconds beside wall seconds (they say more on a
-    shared machine); "x analyze" is over the sum of the two analyze runs. `every_line` adds
-    the diff fed every line (LOGSENSE_SCAN=off: what diff did before it read through the scanner).
+    Whole processes, `repeat` rounds of analyze A, analyze B, diff (interleaved, as in run.py);
+    medians, CPU seconds beside wall seconds. "x analyze" is the median over the rounds of the
+    diff's time over the two analyze runs of the same round (spread: lowest-highest).
+    `every_line` adds the diff fed every line (LOGSENSE_SCAN=off: what diff did before it read
+    through the scanner), run once.
     """
-    from run import whole_process
+    from run import Sample, rounds, run_once
 
     good, bad = halves(lines)
     ls = [sys.executable, "-m", "logsense"]
-
-    cases = [(f"logsense analyze --format json A ({lines:,} lines)", [*ls, "analyze", "--format", "json", str(good)],
-              None, lines),
-             (f"logsense analyze --format json B ({lines:,} lines)", [*ls, "analyze", "--format", "json", str(bad)],
-              None, lines),
-             ("logsense diff --format json A B", [*ls, "diff", "--format", "json", str(good), str(bad)], None, 2 * lines)]
+    a_label, b_label = (f"logsense analyze --format json {x} ({lines:,} lines)" for x in "AB")
+    diff_label = "logsense diff --format json A B"
+    measured = rounds({a_label: [*ls, "analyze", "--format", "json", str(good)],
+                       b_label: [*ls, "analyze", "--format", "json", str(bad)],
+                       diff_label: [*ls, "diff", "--format", "json", str(good), str(bad)]}, repeat)
     if every_line:
-        cases.append(("LOGSENSE_SCAN=off logsense diff --format json A B (every line, once)",
-                      [*ls, "diff", "--format", "json", str(good), str(bad)], {"LOGSENSE_SCAN": "off"}, 2 * lines))
-    measured = [(label, n, *whole_process(cmd, 1 if env else repeat, env)) for label, cmd, env, n in cases]
-    analyze_wall = measured[0][2] + measured[1][2]
-    analyze_cpu = measured[0][3] + measured[1][3]
-    out = [f"diff on two halves of a generated log, median of {repeat} (load average {os.getloadavg()[0]:.1f} at "
-           "the start):", "", "| command | wall s | CPU s | lines/s (wall) | lines/s (CPU) | x analyze (wall) | "
-           "x analyze (CPU) | peak RSS MiB |", "|---|---|---|---|---|---|---|---|"]
-    for label, n, wall, cpu, rss in measured:
-        ratio = f"{wall / analyze_wall:.2f} | {cpu / analyze_cpu:.2f}" if "diff" in label else " | "
+        measured["LOGSENSE_SCAN=off logsense diff --format json A B (every line, once)"] = [
+            run_once([*ls, "diff", "--format", "json", str(good), str(bad)], {"LOGSENSE_SCAN": "off"})]
+    both = [Sample(x.wall + y.wall, x.cpu + y.cpu, 0) for x, y in zip(measured[a_label], measured[b_label],
+                                                                        strict=True)]
+    out = [f"diff on two halves of a generated log, {repeat} rounds (load average {os.getloadavg()[0]:.1f} at "
+           "the end):", "", "| command | wall s | CPU s | lines/s (wall) | lines/s (CPU) | x analyze (wall) | "
+           "x analyze (CPU) | peak RSS MiB | wall s (fastest) | x analyze spread |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, samples in measured.items():
+        n = 2 * lines if "diff" in label else lines
+        wall = statistics.median(x.wall for x in samples)
+        cpu = statistics.median(x.cpu for x in samples)
+        ratio, spread = " | ", " "
+        if "diff" in label:  # (the every-line diff, run once, against the first round)
+            walls = [x.wall / y.wall for x, y in zip(samples, both, strict=False)]
+            cpus = [x.cpu / y.cpu for x, y in zip(samples, both, strict=False)]
+            ratio = f"{statistics.median(walls):.2f} | {statistics.median(cpus):.2f}"
+            spread = f"{min(walls):.2f}-{max(walls):.2f}"
         out.append(f"| {label} | {wall:.2f} | {cpu:.2f} | {n / wall:,.0f} | {n / cpu:,.0f} | {ratio} | "
-                   f"{rss / 1024:.1f} |")
+                   f"{max(x.rss for x in samples) / 1024:.1f} | {min(x.wall for x in samples):.2f} | {spread} |")
     return out
 
 

@@ -1,12 +1,18 @@
 """Throughput, memory and start-up of `logsense analyze` against grep on the same patterns.
 
-    python benchmarks/run.py                 # 100k and 2M lines, median of 5, writes benchmarks/out/
+    python benchmarks/run.py                 # 100k and 2M lines, 5 rounds, writes benchmarks/out/
     python benchmarks/run.py --lines 100000 --repeat 3
-    python benchmarks/run.py --quick         # 100k lines, median of 3: under a minute
+    python benchmarks/run.py --quick         # 100k lines, 3 rounds: under a minute on a quiet machine
+    python benchmarks/run.py --quick --twice # the whole table twice, and whether the figures agree within 15 %
 
-Every figure is a whole process (start-up and rule compilation included), page cache warm;
-ratios are wall time over `LC_ALL=C grep -E -c -f patterns FILE` on the same file. The search
-backend is the default install's (Aho-Corasick) unless --backend says otherwise.
+Every figure is a whole process (start-up and rule compilation included), page cache warm.
+The reference and the commands compared with it run interleaved, one of each per round
+(grep, analyze, grep, analyze ...), and each ratio is taken within its round: load that
+comes and goes on a shared machine moves both sides of a pair alike. A ratio is given as the
+median of the rounds' ratios, their spread (lowest to highest), and the ratio of the fastest
+runs; CPU seconds (user + system of the process and its children, from `os.wait4`) beside
+wall seconds. The search backend is the default install's (Aho-Corasick) unless --backend
+says otherwise.
 """
 
 from __future__ import annotations
@@ -14,11 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -26,18 +35,69 @@ ROOT = HERE.parent
 OUT = HERE / "out"
 
 
-def sh(cmd: str, repeat: int) -> tuple[float, int]:
-    """Median wall seconds and peak RSS (KiB) of a shell command."""
-    times, rss = [], 0
-    for _ in range(repeat):
+AGREE = 0.15  # two runs of the table agree when each compared figure differs by at most this
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One whole process: wall seconds, CPU seconds (user + system, its children included), peak RSS in KiB."""
+
+    wall: float
+    cpu: float
+    rss: int
+
+
+def run_once(cmd: str | Sequence[str], env: dict[str, str] | None = None) -> Sample:
+    """Run a command (a string goes to `bash -c`), its output discarded: wall, CPU (`os.wait4`) and peak RSS.
+
+    The peak RSS comes from /usr/bin/time, a small process in between: Linux counts the RSS of
+    the process that forked a child in the child's own peak (this script's, once it has run an
+    in-process profile), while the CPU seconds of `os.wait4` are the child's and its children's.
+    """
+    argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+    with tempfile.NamedTemporaryFile("r", prefix="rss-", dir=OUT) as peak:
         t = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", "bash", "-c", cmd], capture_output=True, text=True)
-        times.append(time.perf_counter() - t)
-        try:
-            rss = max(rss, int(p.stderr.strip().splitlines()[-1]))
-        except (ValueError, IndexError):
-            pass
-    return statistics.median(times), rss
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", peak.name, *argv], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+        kib = peak.read().split()
+    return Sample(wall, usage.ru_utime + usage.ru_stime, int(kib[-1]) if kib and kib[-1].isdigit() else 0)
+
+
+def rounds(cases: dict[str, str | Sequence[str]], repeat: int,
+           env: dict[str, dict[str, str]] | None = None) -> dict[str, list[Sample]]:
+    """Each command once per round, in the given order, for `repeat` rounds: a reference and what is
+    compared with it are measured side by side, so a ratio can be taken within each round."""
+    out: dict[str, list[Sample]] = {label: [] for label in cases}
+    for _ in range(repeat):
+        for label, cmd in cases.items():
+            out[label].append(run_once(cmd, (env or {}).get(label)))
+    return out
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """How one command compares with its reference over paired rounds."""
+
+    median: float  # the median of the per-round wall ratios
+    low: float  # the lowest and highest per-round wall ratio
+    high: float
+    fastest: float  # the fastest wall time over the reference's fastest
+    cpu: float  # the median of the per-round CPU ratios
+
+    @classmethod
+    def of(cls, samples: list[Sample], reference: list[Sample]) -> Ratio:
+        walls = [a.wall / b.wall for a, b in zip(samples, reference, strict=True)]
+        cpus = [a.cpu / b.cpu for a, b in zip(samples, reference, strict=True) if b.cpu > 0]
+        return cls(statistics.median(walls), min(walls), max(walls),
+                   min(x.wall for x in samples) / min(x.wall for x in reference),
+                   statistics.median(cpus) if cpus else float("nan"))
+
+    @property
+    def spread(self) -> str:
+        return f"{self.low:.2f}-{self.high:.2f}"
 
 
 def generate(lines: int) -> Path:
@@ -90,16 +150,9 @@ SMALL_LOGS = {  # a ~200-line failure and a ~200-line healthy start: what an ope
 
 def whole_process(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float, int]:
     """Median wall and CPU seconds (user + system) and peak RSS (KiB) of a command, its output discarded."""
-    walls, cpus, rss = [], [], 0
-    for _ in range(repeat):
-        t = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
-        walls.append(time.perf_counter() - t)
-        user, system, peak = p.stderr.strip().splitlines()[-1].split()
-        cpus.append(float(user) + float(system))
-        rss = max(rss, int(peak))
-    return statistics.median(walls), statistics.median(cpus), rss
+    samples = [run_once(cmd, env) for _ in range(repeat)]
+    return (statistics.median(x.wall for x in samples), statistics.median(x.cpu for x in samples),
+            max(x.rss for x in samples))
 
 
 def startup_rows(repeat: int) -> list[str]:
@@ -198,11 +251,126 @@ def where_time_goes(path: Path) -> list[tuple[str, float]]:
     return rows
 
 
+def analyze_rows(n: int, patterns: Path, repeat: int) -> list[tuple]:
+    """The main table's rows for one log size: grep and analyze from a file and from a pipe, paired by round."""
+    path = generate(n)
+    size = path.stat().st_size / 1e6
+    ls = f"{sys.executable} -m logsense"
+    # GNU grep stops at the first match when its output is /dev/null: count into a file instead
+    sink = OUT / "count.txt"
+    grep_file, grep_pipe = "LC_ALL=C grep -E -c -f (reference)", "cat FILE | grep -E -c -f"
+    cases = {
+        "cat > /dev/null (I/O floor)": f"cat {path} > /dev/null",
+        grep_file: f"LC_ALL=C grep -E -c -f {patterns} {path} > {sink}",
+        "logsense analyze --format json FILE": f"{ls} analyze --format json {path} > /dev/null",
+        grep_pipe: f"cat {path} | LC_ALL=C grep -E -c -f {patterns} > {sink}",
+        "cat FILE | logsense analyze --format json -": f"cat {path} | {ls} analyze --format json - > /dev/null",
+    }
+    measured = rounds(cases, repeat)
+    rows = []
+    for label, samples in measured.items():
+        ref = measured[grep_pipe if label.startswith("cat FILE |") else grep_file]
+        wall = statistics.median(x.wall for x in samples)
+        rows.append((n, size, label, wall, n / wall, size / wall, Ratio.of(samples, ref),
+                     max(x.rss for x in samples) / 1024, min(x.wall for x in samples),
+                     statistics.median(x.cpu for x in samples)))
+    return rows
+
+
+def table(a: argparse.Namespace) -> list[str]:
+    """Every section of the benchmark, as markdown lines."""
+    patterns = OUT / "patterns.txt"
+    with open(patterns, "w") as fh:
+        subprocess.run([sys.executable, "-m", "logsense", "rules", "export"], stdout=fh, check=True)
+    n_patterns = sum(1 for _ in open(patterns))
+    rows = [row for n in [int(x) for x in a.lines.split(",")] for row in analyze_rows(n, patterns, a.repeat)]
+    lines = [f"patterns: {n_patterns} (from `logsense rules export`), {a.repeat} rounds (each command once a "
+             f"round, interleaved), scan backend: {os.environ.get('LOGSENSE_SCAN_BACKEND', 'default')}, load "
+             f"average {os.getloadavg()[0]:.1f} at the end", "",
+             "s, lines/s, MB/s: median wall; x grep: median of the per-round wall ratios (spread: lowest-highest); "
+             "x grep (fastest): fastest over fastest; x grep (CPU): median of the per-round CPU ratios", "",
+             "| lines | MB | method | s | lines/s | MB/s | x grep | peak RSS MiB | s (fastest) | CPU s | x grep spread "
+             "| x grep (fastest) | x grep (CPU) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for n, size, label, secs, lps, mbs, r, rss, fastest, cpu in rows:
+        lines.append(f"| {n:,} | {size:.0f} | {cell(label)} | {secs:.2f} | {lps:,.0f} | {mbs:.0f} | {r.median:.2f} | "
+                     f"{rss:.1f} | {fastest:.2f} | {cpu:.2f} | {r.spread} | {r.fastest:.2f} | {r.cpu:.2f} |")
+    lines += ["", *startup_rows(a.repeat if a.quick else max(a.repeat, 10))]
+    from mining import diff_rows
+
+    lines += ["", *diff_rows(100_000 if a.quick else 200_000, a.repeat)]
+    biggest = generate(int(a.lines.split(",")[0]))
+    lines += ["", f"costliest rules on {biggest.name} (regex time in-process):", "", "| rule | s | searches |",
+              "|---|---|---|"]
+    lines += [f"| {rid} | {secs:.4f} | {count} |" for rid, secs, count in costliest_rules(biggest)]
+    largest = generate(max(int(x) for x in a.lines.split(",")))
+    parts = where_time_goes(largest)
+    total = sum(secs for _, secs in parts)
+    lines += ["", f"where the time goes on {largest.name} (in-process CPU seconds; the search thread runs beside "
+              "the pipeline):", "", "| part | s | share |", "|---|---|---|"]
+    lines += [f"| {label} | {secs:.2f} | {secs / total:.0%} |" for label, secs in parts]
+    return lines
+
+
+def cell(text: str) -> str:
+    """Text for a markdown table cell (a shell pipe in a command would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+KEYS = ("lines", "method", "command", "start-up")  # the columns that name a row
+COMPARED = ("x grep", "x grep (CPU)", "wall s", "CPU s", "lines/s (wall)", "lines/s (CPU)", "x analyze (wall)",
+            "x analyze (CPU)")  # the columns whose figures two runs must agree on
+
+
+def figures(lines: list[str]) -> dict[str, float]:
+    """The COMPARED figures of every markdown table in `lines`, named by their row and column."""
+    out: dict[str, float] = {}
+    header: list[str] = []
+    for line in lines:
+        if not line.startswith("|"):
+            header = []
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        if not header:
+            header = cells
+            continue
+        if set(line) <= set("|-: "):
+            continue
+        row = dict(zip(header, cells, strict=False))
+        name = " · ".join(row[k] for k in KEYS if k in row)
+        if "logsense" not in name:
+            continue  # a reference's own figures (grep, cat, python -c pass) are not what is judged
+        for col in COMPARED:
+            value = re.sub(r"[,x]", "", row.get(col, ""))
+            try:
+                out[f"{name} · {col}"] = float(value)
+            except ValueError:
+                continue
+    return out
+
+
+def agreement(first: list[str], second: list[str]) -> list[str]:
+    """Each compared figure of two runs side by side, and whether they are within AGREE of each other."""
+    a, b = figures(first), figures(second)
+    out = ["| figure | run 1 | run 2 | differs by | within 15 %? |", "|---|---|---|---|---|"]
+    agree = 0
+    names = [k for k in a if k in b]
+    for k in names:
+        x, y = a[k], b[k]
+        d = abs(x - y) / min(x, y) if min(x, y) > 0 else (0.0 if x == y else float("inf"))
+        agree += d <= AGREE
+        out.append(f"| {cell(k)} | {x:,.3g} | {y:,.3g} | {d:.0%} | {'yes' if d <= AGREE else 'no'} |")
+    return [f"two runs of the table, one after the other: {agree} of {len(names)} figures within "
+            f"{AGREE:.0%} (differs by: |run 1 - run 2| over the smaller)", "", *out]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", default="100000,2000000", help="comma-separated log sizes")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="100k lines, median of 3 (under a minute)")
+    ap.add_argument("--repeat", type=int, default=5, help="rounds (each command once a round)")
+    ap.add_argument("--quick", action="store_true", help="100k lines, 3 rounds (under a minute)")
+    ap.add_argument("--twice", action="store_true",
+                    help="run the whole table twice and say which figures agree within 15 %%")
     ap.add_argument("--backend", default="aho-corasick",
                     help="LOGSENSE_SCAN_BACKEND for logsense: aho-corasick (the default install), hyperscan, find "
                          "or default (the best installed)")
@@ -214,51 +382,11 @@ def main() -> int:
     else:
         os.environ["LOGSENSE_SCAN_BACKEND"] = a.backend
     OUT.mkdir(exist_ok=True)
-    logsense = shutil.which("logsense") or f"{sys.executable} -m logsense"
-    patterns = OUT / "patterns.txt"
-    with open(patterns, "w") as fh:
-        subprocess.run([*logsense.split(), "rules", "export"], stdout=fh, check=True)
-    n_patterns = sum(1 for _ in open(patterns))
-    rows = []
-    for n in [int(x) for x in a.lines.split(",")]:
-        path = generate(n)
-        size = path.stat().st_size / 1e6
-        # GNU grep stops at the first match when its output is /dev/null: count into a file instead
-        sink = OUT / "count.txt"
-        grep_cmd = f"LC_ALL=C grep -E -c -f {patterns} {path} > {sink}"
-        cases = [
-            ("cat > /dev/null (I/O floor)", f"cat {path} > /dev/null"),
-            ("LC_ALL=C grep -E -c -f (reference)", grep_cmd),
-            ("logsense analyze --format json FILE", f"{logsense} analyze --format json {path} > /dev/null"),
-            ("cat FILE | grep -E -c -f", f"cat {path} | LC_ALL=C grep -E -c -f {patterns} > {sink}"),
-            ("cat FILE | logsense analyze --format json -", f"cat {path} | {logsense} analyze --format json - > /dev/null"),
-        ]
-        measured = {label: sh(cmd, a.repeat) for label, cmd in cases}
-        ref_file = measured["LC_ALL=C grep -E -c -f (reference)"][0]
-        ref_pipe = measured["cat FILE | grep -E -c -f"][0]
-        for label, (secs, rss) in measured.items():
-            ref = ref_pipe if label.startswith("cat FILE |") else ref_file
-            rows.append((n, size, label, secs, n / secs, size / secs, secs / ref, rss / 1024))
-    lines = [f"patterns: {n_patterns} (from `logsense rules export`), repeat {a.repeat}, "
-             f"scan backend: {os.environ.get('LOGSENSE_SCAN_BACKEND', 'default')}", "",
-             "| lines | MB | method | s | lines/s | MB/s | x grep | peak RSS MiB |",
-             "|---|---|---|---|---|---|---|---|"]
-    for n, size, label, secs, lps, mbs, ratio, rss in rows:
-        lines.append(f"| {n:,} | {size:.0f} | {label} | {secs:.2f} | {lps:,.0f} | {mbs:.0f} | {ratio:.2f} | {rss:.1f} |")
-    lines += ["", *startup_rows(a.repeat if a.quick else max(a.repeat, 10))]
-    from mining import diff_rows
-
-    lines += ["", *diff_rows(100_000 if a.quick else 200_000, 3)]
-    biggest = generate(int(a.lines.split(",")[0]))
-    lines += ["", f"costliest rules on {biggest.name} (regex time in-process):", "", "| rule | s | searches |",
-              "|---|---|---|"]
-    lines += [f"| {rid} | {secs:.4f} | {count} |" for rid, secs, count in costliest_rules(biggest)]
-    largest = generate(max(int(x) for x in a.lines.split(",")))
-    parts = where_time_goes(largest)
-    total = sum(secs for _, secs in parts)
-    lines += ["", f"where the time goes on {largest.name} (in-process CPU seconds; the search thread runs beside "
-              "the pipeline):", "", "| part | s | share |", "|---|---|---|"]
-    lines += [f"| {label} | {secs:.2f} | {secs / total:.0%} |" for label, secs in parts]
+    first = table(a)
+    lines = first
+    if a.twice:
+        second = table(a)
+        lines = ["## run 1", "", *first, "", "## run 2", "", *second, "", "## both", "", *agreement(first, second)]
     text = "\n".join(lines)
     print(text)
     (OUT / "results.md").write_text(text + "\n")
