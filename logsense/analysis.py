@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import sys
 from functools import lru_cache
+from typing import BinaryIO
 
 from logsense.model import Report, Role, RuleProblem
 from logsense.pipeline import Fallback, Pipeline
 from logsense.rules import RuleSet
-from logsense.scan import feed_stream
+from logsense.scan import Pick, feed_stream
 from logsense.sources.recorded import open_recorded, read_lines
 
 
@@ -64,18 +65,31 @@ def read_into(p: Pipeline, path: str) -> tuple[Report, list[RuleProblem]]:
     """
     fp, name = open_recorded(path)
     try:
-        # The block scanner feeds only the lines some stage can use (the fallback names what it
-        # reads); a fallback that watches every record needs every line.
-        if p.reading.every_line or os.environ.get("LOGSENSE_SCAN") == "off":
-            for line_no, text in read_lines(fp, name):
-                p.feed_line(line_no, text)
-        else:
-            pick = getattr(p.watcher, "pick", None) if p.reading.pick else None
-            feed_stream(fp, p, name, tail=p.reading.tail, pick=pick)
+        read_stream(p, fp, name)
         return p.finish(name), p.matcher.problems
     finally:
         if fp is not sys.stdin.buffer:
             fp.close()
+
+
+def read_stream(p: Pipeline, fp: BinaryIO, name: str, pick: Pick | None = None) -> None:
+    """Feed a log's text (`fp`: UTF-8 bytes, as `open_recorded` gives them) through `p`, the block scanner's way.
+
+    `pick`: more lines for the scanner to feed, for a reader that needs more of the log than the
+    pipeline does (beside those the fallback's watcher picks).
+    """
+    # The block scanner feeds only the lines some stage can use (the fallback names what it
+    # reads); a fallback that watches every record needs every line.
+    if p.reading.every_line or os.environ.get("LOGSENSE_SCAN") == "off":
+        for line_no, text in read_lines(fp, name):
+            p.feed_line(line_no, text)
+        return
+    picks = [f for f in (pick, getattr(p.watcher, "pick", None) if p.reading.pick else None) if f is not None]
+    if len(picks) > 1:
+        feed_stream(fp, p, name, tail=p.reading.tail,
+                    pick=lambda block, before, starts: [o for f in picks for o in f(block, before, starts)])
+    else:
+        feed_stream(fp, p, name, tail=p.reading.tail, pick=picks[0] if picks else None)
 
 
 def analyze_path(path: str, rules: RuleSet, *, classifier: bool = True, baseline: str | None = None,

@@ -195,3 +195,17 @@ def test_stats_without_pandas_names_the_extra(tmp_path):
             "from logsense.cli import main; main()")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "logsense[stats]" in p.stderr and "internal error" not in p.stderr
+
+
+def test_rows_through_the_scanner_are_those_of_every_line(monkeypatch):
+    """stats reads a log as analyze does (the block scanner); its rows, times included, are those of feeding
+    every line: the dated lines a time is read from are fed too."""
+    from logsense.learn.batch import row_from_path
+
+    logs = sorted(p for p in CORPORA.rglob("*.log") if p.is_file())[::6] + [MISSION / "flash-attn-cute-warmup.log",
+                                                                             CORPORA / "constructed" / "hf-gated-401-llama.log"]
+    scanned = [row_from_path(str(p)) for p in logs]
+    monkeypatch.setenv("LOGSENSE_SCAN", "off")
+    every = [row_from_path(str(p)) for p in logs]
+    assert scanned == every
+    assert sum(r["time_to_failure"] is not None for r in every) > 10

@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from logsense.model import Record, Update, UpdateKind
+from logsense.pipeline import Pipeline
+
 # Each column of a row and its type, in order: the pandas frame and the Spark schema both follow it.
 COLUMN_TYPES = {
     "source": "string", "host": "string", "status": "string", "cause": "string", "origin": "string",
@@ -111,28 +114,88 @@ def _classifier():
     return _CLASSIFIER
 
 
-def row_from_lines(name: str, lines: Iterable[tuple[int, str]], rules=None, classifier: Any = False) -> dict:
-    """Run the Pipeline over one log's (line number, text) pairs and return its row."""
-    from logsense.model import HEALTHY, UpdateKind
-    from logsense.pipeline import Pipeline
+DATED_WALK = 1000  # lines walked to find the dated line a time is read from
 
-    # every line is fed here: the fallback watches the events as they pass
-    p = Pipeline(rules if rules is not None else _rules(), _classifier() if classifier is False else classifier)
-    recent: deque[tuple[int, str]] = deque(maxlen=4096)  # (line, time) of the latest timestamped records
-    first_time: str | None = None
-    failed_at: dict[str, str | None] = {}
-    host: str | None = None
-    for line_no, raw in lines:
-        p.lines = max(p.lines, line_no)
-        for rec in p.normalizer.feed(line_no, raw):
-            if rec.time:
-                first_time = first_time or rec.time
-                recent.append((rec.line, rec.time))
-            if host is None and rec.host:
-                host = rec.host
-            for u in p.feed(rec):
-                if u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None and u.diagnosis.root:
-                    failed_at.setdefault(u.diagnosis.cause, _time_at(recent, u.line))
+
+class _RowPipeline(Pipeline):
+    """The analysis pipeline, noting what a row needs of the records it is fed: the first time, the host and
+    when each cause first failed.
+
+    Those are read from dated lines the block scanner would leave out, so `pick` has it feed them:
+    the log's first dated line, and the dated line before each line it feeds that has no time of
+    its own (a traceback's lines take the time of the line before them).
+    """
+
+    def __init__(self, rules, fallback) -> None:
+        super().__init__(rules, fallback)
+        self.recent: deque[tuple[int, str]] = deque(maxlen=4096)  # (line, time) of the latest timestamped records
+        self.first_time: str | None = None
+        self.failed_at: dict[str, str | None] = {}
+        self.host: str | None = None
+
+    def pick(self, block: bytes, lines_before: int, starts: list[int]) -> list[int]:
+        """A `scan.Pick`: the dated lines the row's times come from, beside the scanner's `starts`."""
+        out = []
+        if lines_before == 0:
+            pos = 0
+            for _ in range(DATED_WALK):
+                if pos >= len(block):
+                    break
+                if _dated(block, pos):
+                    out.append(pos)
+                    break
+                pos = block.find(b"\n", pos) + 1
+        fed = set(starts)
+        for start in starts:
+            before = _line_before(block, start)
+            if before is None or before in fed or _dated(block, start):
+                continue  # a run of fed lines takes its time from the line before the run
+            for _ in range(DATED_WALK):
+                if _dated(block, before):
+                    out.append(before)
+                    break
+                before = _line_before(block, before)
+                if before is None or before in fed:
+                    break  # a fed line: the line before its run is walked from there
+        return out
+
+    def feed(self, rec: Record) -> list[Update]:
+        if rec.time:
+            self.first_time = self.first_time or rec.time
+            self.recent.append((rec.line, rec.time))
+        if self.host is None and rec.host:
+            self.host = rec.host
+        updates = super().feed(rec)
+        for u in updates:
+            if (u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None and u.diagnosis.root
+                    and u.diagnosis.cause not in self.failed_at):
+                self.failed_at[u.diagnosis.cause] = _time_at(self.recent, u.line)
+        return updates
+
+
+def _line_before(block: bytes, pos: int) -> int | None:
+    """Where the line before the one at `pos` starts (None: that is the block's first line)."""
+    return block.rfind(b"\n", 0, pos - 1) + 1 if pos > 0 else None
+
+
+def _dated(block: bytes, pos: int) -> bool:
+    """Whether the line of `block` that starts at `pos` carries a time."""
+    from logsense.normalize import Normalizer
+    from logsense.sources.recorded import MAX_LINE_BYTES
+
+    end = block.find(b"\n", pos)
+    raw = block[pos : min(end if end >= 0 else len(block), pos + MAX_LINE_BYTES)].decode("utf-8", "replace")
+    return any(rec.time for rec in Normalizer().feed(0, raw))
+
+
+def row_from_stream(name: str, fp: BinaryIO, rules=None, classifier: Any = False) -> dict:
+    """Analyze one log's text (UTF-8 bytes, as `as_text_bytes` gives them) as `analyze` reads it; its row."""
+    from logsense.analysis import read_stream
+    from logsense.model import HEALTHY
+
+    p = _RowPipeline(rules if rules is not None else _rules(), _classifier() if classifier is False else classifier)
+    read_stream(p, fp, name, pick=p.pick)
+    recent, first_time, failed_at, host = p.recent, p.first_time, p.failed_at, p.host
     report = p.finish(name)
     root = report.root
     tl = p.timeline
@@ -186,17 +249,17 @@ def _time_at(recent: deque[tuple[int, str]], line: int | None) -> str | None:
     return None
 
 
-def _read(fp: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
-    from logsense.sources.recorded import as_text_bytes, read_lines
+def _text(fp: BinaryIO, name: str) -> BinaryIO:
+    from logsense.sources.recorded import as_text_bytes
 
     buffered = fp if isinstance(fp, io.BufferedReader) else io.BufferedReader(fp)  # type: ignore[type-var]
-    return read_lines(as_text_bytes(buffered, name), name)
+    return as_text_bytes(buffered, name)
 
 
 def row_from_bytes(name: str, data: bytes, rules=None) -> dict:
     """The row of a log given as bytes (plain or gzip): what a Dask bag or Spark partition holds."""
     try:
-        return row_from_lines(name, _read(io.BytesIO(data), name), rules)
+        return row_from_stream(name, _text(io.BytesIO(data), name), rules)
     except Exception as e:  # noqa: BLE001 - one bad log is a row that says so, not a failed run
         return _error_row(name, e)
 
@@ -210,12 +273,12 @@ def row_from_path(src: LogSource | str) -> dict:
             return _error_row(src.name, src.error or "cannot read")
         if src.kind == "zip":
             with zipfile.ZipFile(src.path) as z, z.open(src.member or "") as fp:
-                return row_from_lines(src.name, _read(fp, src.name))  # type: ignore[arg-type]
-        from logsense.sources.recorded import open_recorded, read_lines
+                return row_from_stream(src.name, _text(fp, src.name))  # type: ignore[arg-type]
+        from logsense.sources.recorded import open_recorded
 
-        fp, name = open_recorded(src.path)
+        fp, _ = open_recorded(src.path)
         try:
-            return row_from_lines(src.name, read_lines(fp, src.name if src.kind == "spooled" else name))
+            return row_from_stream(src.name, fp)
         finally:
             fp.close()
     except Exception as e:  # noqa: BLE001
