@@ -243,7 +243,7 @@ def where_time_goes(path: Path) -> list[tuple[str, float]]:
     main_thread = time.thread_time() - t0
     feed_line = spent.pop("feed_line", 0.0)
     rows = [("start-up (rules, classifier)", startup),
-            ("search thread (read, Aho-Corasick, line starts)", time.process_time() - c0 - main_thread),
+            ("search thread (read, one Aho-Corasick pass, line starts)", time.process_time() - c0 - main_thread),
             ("block handling in the main thread (line counts, slicing, decode)", fed - feed_line)]
     rows += sorted(spent.items(), key=lambda r: -r[1])
     rows += [("pipeline glue (the rest of feed_line)", feed_line - sum(spent.values())),
