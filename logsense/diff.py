@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -188,8 +189,14 @@ def diff_logs(good_path: str, bad_path: str, rules: RuleSet, parallel: bool | No
 
 
 def _worth_a_child(*paths: str) -> bool:
-    """Two cores, fork, and two files big enough that reading them side by side pays for the fork."""
+    """Two cores, fork, and two files big enough that reading them side by side pays for the fork.
+
+    Only from a process with one thread (the command line): a fork copies no other thread, and
+    a lock one of them held would stay locked in the child.
+    """
     if not hasattr(os, "fork") or not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        return False
+    if threading.active_count() > 1:
         return False
     try:
         return all(os.path.isfile(p) and os.path.getsize(p) >= PARALLEL_BYTES for p in paths)
