@@ -3,7 +3,8 @@
 People paste logs into issues and chats through docker, kubectl, journald, markdown fences,
 quotes, `<details>` blocks, tmux and MPI launchers. Each shape below rewrites a whole log the
 way that tool does; the diagnosis of the rewritten log must be the original's. The fast test
-runs a fixed sample of failing corpus logs; the slow one (`-m slow`) runs every failing log.
+runs a fixed sample of failing corpus logs, and of healthy ones (which must stay healthy); the slow ones
+(`-m slow`) run every failing and every healthy log.
 """
 
 from __future__ import annotations
@@ -140,16 +141,26 @@ SHAPES: dict[str, Shape] = {
 }
 
 
+def _labelled(subdirs: tuple[str, ...]) -> list[tuple[Path, dict]]:
+    out = []
+    for sub in subdirs:
+        for label in sorted((CORPORA / sub).rglob("*.label.yaml")):
+            log = label.with_name(label.name[: -len(".label.yaml")] + ".log")
+            if log.exists():
+                out.append((log, yaml.safe_load(label.read_text())))
+    return out
+
+
 def failing_logs() -> list[Path]:
     """Every failing log of the real, recorded and constructed corpora (not the healthy ones)."""
-    out = []
-    for sub in ("real", "recorded", "constructed"):
-        for label in sorted((CORPORA / sub).rglob("*.label.yaml")):
-            data = yaml.safe_load(label.read_text())
-            log = label.with_name(label.name[: -len(".label.yaml")] + ".log")
-            if data.get("cause") != "healthy" and data.get("outcome") != "incomplete" and log.exists():
-                out.append(log)
-    return out
+    return [log for log, label in _labelled(("real", "recorded", "constructed"))
+            if label.get("cause") != "healthy" and label.get("outcome") != "incomplete"]
+
+
+def healthy_logs() -> list[Path]:
+    """Every healthy log of the corpora (ready, or an excerpt that ends before anything fatal)."""
+    return [log for log, label in _labelled(("healthy", "real", "recorded", "constructed"))
+            if label.get("cause") == "healthy"]
 
 
 def verdict(rules, path: Path) -> tuple[str, str | None]:
@@ -181,21 +192,20 @@ UNFIT = {
         "an excerpt of argparse's usage continuation lines only: their deep indent is all that says what they are",
 }
 # A launcher's prefix goes on what the process prints: never before docker compose's, nor before another
-# launcher's (a log that has one is not given a second).
+# launcher's (a log that has one is not given a second); vLLM's process prefixes only on vLLM's output.
 _LAUNCHERS = {"ray-worker", "vllm-engine-core", "vllm-api-server", "vllm-worker", "torchrun-rank", "mpirun"}
+_VLLM_ONLY = {"ray-worker", "vllm-engine-core", "vllm-api-server", "vllm-worker"}
 _OUTER = re.compile(r"^(?:[A-Za-z0-9][\w.]*[-_][\w.-]*\s+\| |\([A-Za-z][\w-]*(?: rank=\d+| TP\d+)? pid=\d+)")
+_VLLM_LOGGER = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d|\bvllm/", re.M)
 
 SAMPLE = [
     "real/039-triton_shared_memory_exceeded.log",  # compose prefix, frames only
-    "real/052-nccl_error.log",
     "real/r2-005-argparse_enable_metrics_underscore.log",
     "real/r2-043-club3090_gptq_marlin_repack_driver_oom.log",
-    "real/r2-071-source_build_vllm_flash_attn_get_scheduler_metadata_import.log",
     "recorded/sglang-0.5.23/cpu-engine-cuda-kernel.log",  # a multi-line exception message
     "recorded/sglang-0.5.23/tokenizer-broken.log",
     "recorded/vllm-0.32.0/tokenizer-broken.log",
     "constructed/nan-logits-fp16-finetune.log",  # journalctl short
-    "constructed/kv-not-enough-memory-235b-tp4-2026.log",
 ]
 
 
@@ -203,9 +213,12 @@ def _cases(logs: list[Path]) -> list:
     out = []
     for log in logs:
         rel = log.relative_to(CORPORA).as_posix()
-        first = next((line for line in log.read_text(errors="replace").splitlines() if line.strip()), "")
+        text = log.read_text(errors="replace")
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        label = yaml.safe_load(log.with_name(log.name[: -len(".log")] + ".label.yaml").read_text())
+        vllm = label.get("server", "vllm" if _VLLM_LOGGER.search(text) else "sglang") == "vllm"
         for name in SHAPES:
-            if (name, rel) in UNFIT or name in _LAUNCHERS and _OUTER.match(first):
+            if (name, rel) in UNFIT or name in _LAUNCHERS and _OUTER.match(first) or name in _VLLM_ONLY and not vllm:
                 continue
             out.append(pytest.param(log, name, id=f"{rel}-{name}"))
     return out
@@ -239,5 +252,23 @@ def test_every_failing_log_in_every_shape(log: Path, shape: str, tmp_path: Path)
     _check(log, shape, tmp_path)
 
 
-def test_the_sample_is_failing_logs() -> None:
+HEALTHY_SAMPLE = [
+    "healthy/k26-ddtree-ready.log",  # journalctl short, TP8
+    "recorded/vllm-0.32.0/healthy-llama.log",
+]
+
+
+@pytest.mark.parametrize(("log", "shape"), _cases([CORPORA / p for p in HEALTHY_SAMPLE]))
+def test_pasted_healthy_log_stays_healthy(log: Path, shape: str, tmp_path: Path) -> None:
+    _check(log, shape, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("log", "shape"), _cases(healthy_logs()))
+def test_every_healthy_log_in_every_shape(log: Path, shape: str, tmp_path: Path) -> None:
+    _check(log, shape, tmp_path)
+
+
+def test_the_samples_are_corpus_logs() -> None:
     assert {CORPORA / p for p in SAMPLE} <= set(failing_logs())
+    assert {CORPORA / p for p in HEALTHY_SAMPLE} <= set(healthy_logs())
