@@ -32,10 +32,12 @@ _JOURNAL = re.compile(
     r"(?P<ident>(?![\w.]*(?:Error|Exception|Warning|Interrupt|Exit): )[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: "
 )
 _JOURNAL_META = re.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
-# `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ".
+# `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ", and
+# `kubectl logs --prefix`'s "[pod/name/container] ".
 _DOCKER = re.compile(
     r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?=\[\d{4}-|$|\S))"
     r"|(?P<svc>[A-Za-z0-9][\w.]*[-_][\w.-]*)\s+\| ?"
+    r"|\[pod/[\w.-]+/[\w.-]+\] "
 )
 _SGLANG = re.compile(
     r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?)"
@@ -59,7 +61,7 @@ _LAUNCHER = re.compile(r"\[rank(?P<rank>\d+)\]: ?|\[\d+,(?P<mpi>\d+)\]<std(?:out
 # traceback is never indented in the log itself, so its indent is the paste's. A traceback's own frame and
 # code lines keep theirs (their indent is how the exception line is told apart).
 _PASTE_HEAD = re.compile(
-    r"\[\d{4}-\d\d-\d\d[ T]|\[\d\d-\d\d \d\d:|\[rank\d+\]:|\[\d+,\d+\]<std"
+    r"\[\d{4}-\d\d-\d\d[ T]|\[\d\d-\d\d \d\d:|\[rank\d+\]:|\[\d+,\d+\]<std|\[pod/"
     r"|\([A-Za-z][\w-]*(?: rank=\d+| TP\d+)? pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d "
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |[A-Za-z0-9][\w.]*[-_][\w.-]*\s+\| "
     r"|Traceback \(most recent call last\):|During handling of the above|The above exception was the direct"

@@ -118,6 +118,7 @@ SHAPES: dict[str, Shape] = {
     "compose": _prefix("sglang-1  | "),
     "compose-long-name": _prefix("deploy-sglang-server-1  | "),
     "docker-timestamps": _timestamped(_docker_ts),
+    "kubectl-prefix": _prefix("[pod/sglang-7d9f6c-x2x8k/sglang] "),
     "kubectl-timestamps": _timestamped(_kubectl_ts),
     "journal-short": _timestamped(_journal_short),
     "journal-short-iso": _timestamped(_journal_iso),
@@ -272,3 +273,57 @@ def test_every_healthy_log_in_every_shape(log: Path, shape: str, tmp_path: Path)
 def test_the_samples_are_corpus_logs() -> None:
     assert {CORPORA / p for p in SAMPLE} <= set(failing_logs())
     assert {CORPORA / p for p in HEALTHY_SAMPLE} <= set(healthy_logs())
+
+
+# ---------------------------------------------------------------- the pieces, line by line
+
+
+@pytest.mark.parametrize("line", [
+    "> [2026-01-01 00:00:00 TP3] Load weight begin.",
+    "    [2026-01-01 00:00:00 TP3] Load weight begin.",
+    "[pod/sglang-0/sglang] [2026-01-01 00:00:00 TP3] Load weight begin.",
+    "sglang-1  | 2026-01-01T00:00:00.123456789Z [2026-01-01 00:00:00 TP3] Load weight begin.",
+])
+def test_paste_decorations_are_not_the_message(line: str) -> None:
+    from logsense.normalize import Normalizer
+
+    (rec,) = Normalizer().feed(1, line)
+    assert (rec.message, rec.rank, rec.prefixed) == ("Load weight begin.", "TP3", True)
+
+
+def test_each_launcher_rank_is_a_stream() -> None:
+    from logsense.normalize import Normalizer
+
+    n = Normalizer()
+    a, b = n.feed(1, "[rank0]: Traceback (most recent call last):")[0], n.feed(2, "[1,1]<stderr>:ValueError: x")[0]
+    assert (a.message, b.message) == ("Traceback (most recent call last):", "ValueError: x")
+    assert a.pid != b.pid
+
+
+def test_an_indented_line_keeps_its_indent_unless_it_starts_a_record() -> None:
+    from logsense.normalize import Normalizer
+
+    n = Normalizer()
+    assert n.feed(1, '  File "/app/x.py", line 3, in f')[0].message == '  File "/app/x.py", line 3, in f'
+    assert n.feed(2, "  ValueError: bad value")[0].message == "ValueError: bad value"
+
+
+@pytest.mark.parametrize("text", [
+    # frames that lost their indent
+    'Traceback (most recent call last):\nFile "/app/main.py", line 1, in <module>\nmain()\n'
+    'File "/app/x.py", line 3, in main\nload.weights()\nValueError: bad value',
+    # frames cut by "..."
+    'Traceback (most recent call last):\n  File "/app/main.py", line 1, in <module>\n    main()\n...\n'
+    '  File "/app/x.py", line 3, in main\n    load.weights()\nValueError: bad value',
+])
+def test_a_pasted_traceback_still_frames(text: str) -> None:
+    from logsense.framing import Framer, error_lines
+    from logsense.model import EventKind
+    from logsense.normalize import Normalizer
+
+    n, framer = Normalizer(), Framer()
+    events = [e for i, line in enumerate(text.split("\n"), 1) for r in n.feed(i, line) for e in framer.feed(r)]
+    events += framer.flush()
+    (event,) = events
+    assert event.kind is EventKind.TRACEBACK
+    assert [r.message for r in error_lines(event)] == ["ValueError: bad value"]
