@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from logsense.memo import text_memo
 from logsense.model import Event, EventKind, Record
 
 MAX_EVENT_LINES = 400
@@ -40,6 +41,18 @@ _COMPILE_MORE = re.compile(
     r"\S+?:\d+:(?:\d+:)? (?:fatal error|error|note|warning|In function)|ninja: build stopped|"
     r"\[\d+/\d+\] |\S*(?:gcc|g\+\+|cc|c\+\+|nvcc|clang)\S* .*-[co] |\d+ errors? detected)"
 )
+
+
+def _opens_in(msg: str) -> EventKind | None:
+    """The multi-line event a line opens: a traceback (its header, or a frame that lost it), a compiler error."""
+    if _TRACEBACK in msg or _FRAME.match(msg):
+        return EventKind.TRACEBACK
+    if _COMPILE_START.match(msg):
+        return EventKind.COMPILE
+    return None
+
+
+_opens = text_memo(_opens_in)
 
 
 @dataclass
@@ -81,10 +94,10 @@ class Framer:
                 out.append(Event(EventKind.LINE, (rec,), phase))
                 return out
             out.append(self._close(rec.pid))
-        msg = rec.message
-        if _TRACEBACK in msg or _FRAME.match(msg):
+        opens = _opens(rec.message)
+        if opens is EventKind.TRACEBACK:
             self._open[rec.pid] = _Open(EventKind.TRACEBACK, [rec], phase)
-        elif _COMPILE_START.match(msg):
+        elif opens is EventKind.COMPILE:
             self._open[rec.pid] = _Open(EventKind.COMPILE, [rec], phase, state="body")
         else:
             out.append(Event(EventKind.LINE, (rec,), phase))
