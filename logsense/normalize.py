@@ -201,7 +201,7 @@ class Normalizer:
         prefixed = False
         server = None
         vllm = False
-        if text[:1] == "[" and (text[1:5] == "rank" or text[1:2].isdigit()):
+        if text[:1] == "[" and (text[1:5] == "rank" or text[1:2].isdigit() and "]<std" in text[:24]):
             lp = _LAUNCHER.match(text)
             if lp:
                 # each rank is its own stream, as each vLLM worker is
