@@ -306,15 +306,14 @@ def _bodies(fp: BinaryIO, name: str) -> Iterator[bytes]:
                 held = b""
             yield carry + b"\n"
             carry, dropping = b"", False
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n")
+        cut = block.rfind(b"\n")  # the carry holds no newline: it is what follows the last one
         if cut < 0:
-            carry = data
+            carry += block
         else:
             if held:
                 yield held
-            held = data[: cut + 1]
-            carry = data[cut + 1 :]
+            held = b"".join((carry, memoryview(block)[: cut + 1]))  # one copy of the block, not two
+            carry = block[cut + 1 :]
         if len(carry) > MAX_LINE_BYTES:
             carry, dropping = carry[:MAX_LINE_BYTES], True
     if carry:
