@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logsense.learn.decide import best_failure, decide
 from logsense.learn.features import DigestWatch, Doc, DocReader, Note
-from logsense.learn.linear import LinearModel, Prediction
 from logsense.model import UNKNOWN, Diagnosis, Evidence, Fix, FixKind, Origin
+
+if TYPE_CHECKING:
+    from logsense.learn.linear import LinearModel, Prediction
 
 MAX_EVIDENCE = 6
 
@@ -32,6 +35,8 @@ class Classifier(DocReader):
     @property
     def model(self) -> LinearModel:
         if self._model is None:
+            from logsense.learn.linear import LinearModel  # a log a rule explains never needs the model
+
             self._model = LinearModel.load(self.path)
         return self._model
 

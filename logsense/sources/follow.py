@@ -12,11 +12,18 @@ the file's identity (device, inode, a fingerprint of its head), the byte offset 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import time
 from dataclasses import dataclass, field
+
+try:  # CPython's own SHA-256: `import hashlib` would first initialise OpenSSL, as logsense.cache says
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # Python 3.10, 3.11
+except ImportError:
+    try:
+        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]  # Python 3.12 on
+    except ImportError:
+        from hashlib import sha256 as _sha256
 
 from logsense.errors import SourceError
 from logsense.sources.recorded import TextCodec, codec_of, source_error
@@ -45,7 +52,7 @@ class _Open:
 
 
 def fingerprint(head: bytes) -> str:
-    return hashlib.sha256(head).hexdigest()[:32]
+    return _sha256(head).hexdigest()[:32]
 
 
 def read_head(fd: int, size: int = HEAD) -> bytes:

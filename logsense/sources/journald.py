@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 from logsense.errors import SourceError, UsageError
 
@@ -503,6 +502,8 @@ class _ReaderBackend(_Backend):
 
 class _JournalctlBackend(_Backend):
     def __init__(self, src: JournalSource, boot: str | None) -> None:
+        import shutil  # this reader's modules are imported when it is used: `tail FILE` needs none
+
         self.src = src
         exe = shutil.which("journalctl")
         if exe is None:
@@ -526,6 +527,9 @@ class _JournalctlBackend(_Backend):
         self._pending: list[dict] = []
 
     def _spawn(self, extra: list[str]) -> tuple[subprocess.Popen, IO[bytes]]:
+        import subprocess
+        import tempfile
+
         err = tempfile.TemporaryFile()
         try:
             p = subprocess.Popen(self.base + extra, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
@@ -582,6 +586,8 @@ class _JournalctlBackend(_Backend):
         del self._pending[:BATCH]
         if out:
             return out
+        import select
+
         fd = p.stdout.fileno()
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
@@ -617,6 +623,8 @@ class _JournalctlBackend(_Backend):
         return []
 
     def close(self) -> None:
+        import subprocess
+
         p = self.proc
         if p is not None and p.poll() is None:
             p.terminate()
