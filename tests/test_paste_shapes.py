@@ -133,6 +133,8 @@ SHAPES: dict[str, Shape] = {
     "indent-4": _prefix("    "),
     "dedent": _dedented,
     "frames-cut": _frames_cut,
+    "tmux-wrap-120": _wrapped(120),
+    "tmux-wrap-200": _wrapped(200),
     "ray-worker": _prefix("(RayWorkerWrapper pid=123, ip=10.0.0.1) "),
     "vllm-engine-core": _prefix("(EngineCore_DP0 pid=8) "),
     "vllm-api-server": _prefix("(APIServer pid=1) "),
@@ -180,13 +182,11 @@ def reshaped(path: Path, shape: Shape, into: Path) -> Path:
     return into
 
 
-# Shapes that lose what a diagnosis needs, so they are not held to the same verdict:
-LOSSY = {
-    # tmux `capture-pane` (without -J) and old terminals break a long line at the pane's width: a
-    # message cut in two matches no rule (a journal or docker prefix makes it likelier), and nothing
-    # in the text says which line break was the terminal's.
-    "tmux-wrap-120": _wrapped(120),
-}
+# tmux `capture-pane` (without -J) and old terminals break a long line at the pane's width. The reader
+# joins the pieces back when the log shows it was wrapped: several different lines of exactly the same,
+# longest length. With fewer than three long lines nothing tells the terminal's line breaks from the log's
+# own, so such an excerpt is not held to its verdict when wrapped.
+_WRAPS = {"tmux-wrap-120": 120, "tmux-wrap-200": 200}
 # Logs a shape does not fit, with why.
 UNFIT = {
     ("dedent", "real/r2-044-api_server_positional_model_unrecognized.log"):
@@ -220,6 +220,8 @@ def _cases(logs: list[Path]) -> list:
         vllm = label.get("server", "vllm" if _VLLM_LOGGER.search(text) else "sglang") == "vllm"
         for name in SHAPES:
             if (name, rel) in UNFIT or name in _LAUNCHERS and _OUTER.match(first) or name in _VLLM_ONLY and not vllm:
+                continue
+            if name in _WRAPS and len({line for line in text.splitlines() if len(line) > _WRAPS[name]}) < 3:
                 continue
             out.append(pytest.param(log, name, id=f"{rel}-{name}"))
     return out
@@ -327,3 +329,22 @@ def test_a_pasted_traceback_still_frames(text: str) -> None:
     (event,) = events
     assert event.kind is EventKind.TRACEBACK
     assert [r.message for r in error_lines(event)] == ["ValueError: bad value"]
+
+
+def test_a_wrapped_paste_is_joined_back() -> None:
+    import io
+
+    from logsense.sources.recorded import as_text_bytes, read_lines
+
+    lines = [f"[2026-01-01 00:00:0{i} TP0] {'x' * 70} message {i} of a long run that the pane wraps" for i in range(4)]
+    wrapped = "\n".join(_wrapped(80)(lines)) + "\n"
+    assert len(wrapped.splitlines()) == 8
+    fp = as_text_bytes(io.BufferedReader(io.BytesIO(wrapped.encode())), "<paste>")  # type: ignore[arg-type]
+    assert [text for _, text in read_lines(fp)] == lines
+
+
+@pytest.mark.parametrize("log", sorted(CORPORA.rglob("*.log")), ids=lambda p: p.relative_to(CORPORA).as_posix())
+def test_no_corpus_log_reads_as_wrapped(log: Path) -> None:
+    from logsense.sources.recorded import wrap_width
+
+    assert wrap_width(log.read_bytes()[: 1 << 16]) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import stat
 import sys
 import zlib
@@ -172,7 +173,34 @@ def as_text_bytes(fp: BinaryIO, name: str) -> BinaryIO:
     start = _peek(buffered, 1 << 16, name)
     if b"\r" in start and b"\n" not in start:
         return io.BufferedReader(_Recoded(buffered, None, name), BLOCK)
+    width = wrap_width(start)
+    if width is not None:
+        return io.BufferedReader(_Unwrapped(buffered, width, name), BLOCK)
     return buffered
+
+
+def wrap_width(sample: bytes) -> int | None:
+    """The terminal width a pasted log was wrapped at (tmux `capture-pane` without -J), if it was.
+
+    A wrapped log has several different lines of exactly the longest length, each followed by the
+    rest of its text; a log as written has its longest lines unlike each other and each followed by
+    a line that starts as they do (a prefix, a timestamp).
+    """
+    lines = [line.rstrip(b"\r").decode("utf-8", "replace") for line in sample.split(b"\n")[:-1]]
+    if len(lines) < 4:
+        return None
+    width = max(map(len, lines))  # in characters, as a terminal counts (nearly: wide characters aside)
+    if width < 60:
+        return None
+    # a traceback's frame lines are alike in length and followed by unlike lines (their code): not a wrap
+    at = [i for i, line in enumerate(lines[:-1]) if len(line) == width and not _WHOLE_FRAME.match(line)]
+    if len({lines[i] for i in at}) < 3:
+        return None
+    alike = sum(1 for i in at if lines[i + 1][:4] == lines[i][:4])
+    return width if alike * 5 <= len(at) else None
+
+
+_WHOLE_FRAME = re.compile(r'\s*File ".+", line \d+, in [\w<>.]+$')
 
 
 def _peek(fp: BinaryIO, n: int, name: str) -> bytes:
@@ -188,6 +216,42 @@ def lzma_errors() -> type[Exception]:
     import lzma
 
     return lzma.LZMAError
+
+
+class _Unwrapped(io.RawIOBase):
+    """A byte stream whose lines of exactly `width` bytes (a terminal's wrap) are joined to the next line."""
+
+    def __init__(self, inner: BinaryIO, width: int, name: str) -> None:
+        self.inner, self.width, self.name = inner, width, name
+        self.partial = b""  # the last line read, not yet ended
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self.pending:
+            try:
+                chunk = self.inner.read(BLOCK)
+            except (EOFError, zlib.error, lzma_errors()) as e:
+                raise SourceError(f"{self.name}: compressed data is truncated or corrupt ({e})") from None
+            if not chunk:
+                self.pending, self.partial = self.partial, b""
+                if not self.pending:
+                    return 0
+                break
+            lines = (self.partial + chunk).split(b"\n")
+            self.partial = lines.pop()
+            out = []
+            for line in lines:
+                bare = line.rstrip(b"\r")
+                wrapped = len(bare) >= self.width and len(bare.decode("utf-8", "replace")) == self.width
+                out.append(bare if wrapped else line + b"\n")
+            self.pending = b"".join(out)
+        n = min(len(b), len(self.pending))
+        b[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
 
 
 class _Recoded(io.RawIOBase):
