@@ -544,18 +544,17 @@ def spec() -> dict[str, dict[str, Any]]:
 
 
 def write_spec(path: str) -> None:
-    """Write logsense/cli_spec.py from `spec()` (python -m logsense.cli_spec does)."""
+    """Write logsense/cli_spec.py from `spec()` (`python3 -m logsense.cli --write-spec` does)."""
     from pprint import pformat
 
-    text = (f'"""{SPEC_DOC}"""\n\nSPEC = {pformat(spec(), width=108, sort_dicts=False)}\n\n'
-            'if __name__ == "__main__":\n    from logsense.cli import write_spec\n\n    write_spec(__file__)\n')
+    text = f'"""{SPEC_DOC}"""\n\nSPEC = {pformat(spec(), width=108, sort_dicts=False)}\n'
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
 
 
 SPEC_DOC = """Each command's options as typer defines them in logsense/cli.py, read by `parse_plain`: generated.
 
-`python3 -m logsense.cli_spec` writes it again; tests/test_startup.py fails when it is stale.
+`python3 -m logsense.cli --write-spec` writes it again; tests/test_startup.py fails when it is stale.
 """
 
 
@@ -611,4 +610,7 @@ def _exit(code: int) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--write-spec"]:
+        write_spec(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cli_spec.py"))
+    else:
+        main()

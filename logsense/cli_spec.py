@@ -1,6 +1,6 @@
 """Each command's options as typer defines them in logsense/cli.py, read by `parse_plain`: generated.
 
-`python3 -m logsense.cli_spec` writes it again; tests/test_startup.py fails when it is stale.
+`python3 -m logsense.cli --write-spec` writes it again; tests/test_startup.py fails when it is stale.
 """
 
 SPEC = {'analyze': {'options': {'--format': ('fmt', 'str'),
@@ -130,8 +130,3 @@ SPEC = {'analyze': {'options': {'--format': ('fmt', 'str'),
                                 '--only-rules': ('only_rules', 'strs')},
                     'arguments': [('source', False, True)],
                     'required': []}}
-
-if __name__ == "__main__":
-    from logsense.cli import write_spec
-
-    write_spec(__file__)

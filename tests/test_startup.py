@@ -47,7 +47,7 @@ def test_the_spec_is_generated_from_the_typer_definitions(tmp_path):
     assert cli.spec() == cli_spec.SPEC
     written = tmp_path / "cli_spec.py"
     cli.write_spec(str(written))
-    assert written.read_text() == Path(cli_spec.__file__).read_text(), "stale: python3 -m logsense.cli_spec"
+    assert written.read_text() == Path(cli_spec.__file__).read_text(), "stale: python3 -m logsense.cli --write-spec"
     assert {"analyze", "tail", "diff", "rules test"} <= cli_spec.SPEC.keys()
 
 
