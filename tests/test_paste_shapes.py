@@ -184,8 +184,8 @@ def reshaped(path: Path, shape: Shape, into: Path) -> Path:
 
 # tmux `capture-pane` (without -J) and old terminals break a long line at the pane's width. The reader
 # joins the pieces back when the log shows it was wrapped: several different lines of exactly the same,
-# longest length. With fewer than three long lines nothing tells the terminal's line breaks from the log's
-# own, so such an excerpt is not held to its verdict when wrapped.
+# longest length. With fewer than three different full-width pieces nothing tells the terminal's line breaks
+# from the log's own, so such an excerpt is not held to its verdict when wrapped.
 _WRAPS = {"tmux-wrap-120": 120, "tmux-wrap-200": 200}
 # Logs a shape does not fit, with why.
 UNFIT = {
@@ -221,7 +221,8 @@ def _cases(logs: list[Path]) -> list:
         for name in SHAPES:
             if (name, rel) in UNFIT or name in _LAUNCHERS and _OUTER.match(first) or name in _VLLM_ONLY and not vllm:
                 continue
-            if name in _WRAPS and len({line for line in text.splitlines() if len(line) > _WRAPS[name]}) < 3:
+            if name in _WRAPS and len({piece for piece in SHAPES[name](text.splitlines())
+                                       if len(piece) == _WRAPS[name]}) < 3:
                 continue
             out.append(pytest.param(log, name, id=f"{rel}-{name}"))
     return out
