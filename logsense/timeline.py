@@ -13,6 +13,11 @@ RESTART_PHASE = "server_args"
 RESTART_AFTER = "weight_loading"
 
 
+def _no_searches(_text: str) -> dict[tuple[str, int, int], object]:
+    """A fresh record of marker searches for one message text (filled as markers are tried)."""
+    return {}
+
+
 class Timeline:
     """Moves forward only: a rank that logs 'Load weight begin' late does not pull the phase back."""
 
@@ -35,7 +40,7 @@ class Timeline:
         self.server: str | None = None
         self.disabled: set[tuple[str, int, int]] = set()
         self.problems: list[RuleProblem] = []  # a marker that timed out, disabled for the run
-        self._found = text_memo(lambda _text: {})  # per message text, the marker searches done: key -> match
+        self._found = text_memo(_no_searches)  # per message text, the marker searches done: key -> match
 
     def _search(self, key: tuple[str, int, int], p: Pattern, rec: Record, found: dict):
         """`p` searched in `rec.message`, or what that search found before in the same text."""
