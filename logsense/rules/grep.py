@@ -9,12 +9,12 @@ _NONCAP = re.compile(r"\(\?:")
 
 
 def to_ere(pattern: str) -> str | None:
-    """The pattern as grep -E reads it, or None when it uses what ERE lacks (lookarounds, backrefs)."""
+    """The pattern as grep -E reads it, or None when it uses what ERE lacks (lookarounds, backrefs, conditionals)."""
     p = pattern
     icase = False
     if p.startswith("(?i)"):
         icase, p = True, p[4:]
-    if re.search(r"\(\?[=!<]|\\[1-9]|\(\?\w", _NONCAP.sub("(", _NAMED.sub("(", p))):
+    if re.search(r"\(\?[=!<(]|\\[1-9]|\(\?\w", _NONCAP.sub("(", _NAMED.sub("(", p))):
         return None
     p = _NAMED.sub("(", p)
     p = _NONCAP.sub("(", p)
