@@ -74,6 +74,28 @@ def test_time_to_failure_across_stamps_with_and_without_a_year():
     assert row["status"] == "failed" and 60 < row["time_to_failure"] < 3600
 
 
+def test_time_to_failure_of_a_cause_named_at_the_end_long_before_it():
+    """An unknown failure's time is its fatal line's, even with thousands of dated lines after it."""
+    from datetime import datetime, timedelta
+
+    from logsense.learn.batch import row_from_bytes
+
+    t0 = datetime(2026, 1, 1)
+
+    def at(s: int) -> str:
+        return (t0 + timedelta(seconds=s)).strftime("[%Y-%m-%d %H:%M:%S]")
+
+    lines = [f"{at(0)} server_args=ServerArgs(model_path='/models/x', tp_size=1)",
+             f"{at(1)} Load weight begin. avail mem=70.00 GB",
+             f"{at(5)} Scheduler hit an exception: Traceback (most recent call last):",
+             '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 10, in run',
+             "    frob()",
+             "RuntimeError: the frobnicator exploded"]
+    lines += [f"{at(10 + i)} Waiting for the watchdog, tick {i}" for i in range(6000)]
+    row = row_from_bytes("late.log", ("\n".join(lines) + "\n").encode())
+    assert (row["status"], row["cause"], row["time_to_failure"]) == ("failed", "unknown", 5.0)
+
+
 def test_archives_and_globs(tmp_path, two_logs):
     from logsense.learn.batch import frame
 

@@ -8,6 +8,7 @@ loads the rules once per partition). Only `frame` imports pandas.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import fnmatch
 import glob
@@ -39,6 +40,7 @@ COLUMN_TYPES = {
 }
 COLUMNS = list(COLUMN_TYPES)
 # Spark cannot infer a type for a column that is None in every row it samples: `.toDF(SPARK_SCHEMA)`
+TIMES_KEPT = 1 << 16  # time change points a row keeps per log (bounded memory whatever its length)
 SPARK_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in COLUMN_TYPES.items())
 LOG_PATTERNS = ("*.log", "*.log.gz", "*.txt", "*.txt.gz", "*.out", "*.journal.txt", "*.jsonl")
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
@@ -128,7 +130,7 @@ class _RowPipeline(Pipeline):
 
     def __init__(self, rules, fallback) -> None:
         super().__init__(rules, fallback)
-        self.recent: deque[tuple[int, str]] = deque(maxlen=4096)  # (line, time) of the latest timestamped records
+        self.times: list[tuple[int, str]] = []  # (line, time) where the log's time changes: see _note_time
         self.first_time: str | None = None
         self.failed_at: dict[str, str | None] = {}
         self.host: str | None = None
@@ -162,15 +164,27 @@ class _RowPipeline(Pipeline):
     def feed(self, rec: Record) -> list[Update]:
         if rec.time:
             self.first_time = self.first_time or rec.time
-            self.recent.append((rec.line, rec.time))
+            self._note_time(rec.line, rec.time)
         if self.host is None and rec.host:
             self.host = rec.host
         updates = super().feed(rec)
         for u in updates:
             if (u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None and u.diagnosis.root
                     and u.diagnosis.cause not in self.failed_at):
-                self.failed_at[u.diagnosis.cause] = _time_at(self.recent, u.line)
+                self.failed_at[u.diagnosis.cause] = _time_at(self.times, u.line)
         return updates
+
+    def _note_time(self, line: int, time: str) -> None:
+        """Keep where the time changes, for any line of the log; past TIMES_KEPT, every other point.
+
+        A failure's time may be asked for its first line long after it (a cause named at the end):
+        thinning keeps the whole log, at worst giving a time a little earlier than the line's own.
+        """
+        if self.times and self.times[-1][1] == time:
+            return
+        self.times.append((line, time))
+        if len(self.times) > TIMES_KEPT:
+            self.times = self.times[::2]
 
 
 def _line_before(block: bytes, pos: int) -> int | None:
@@ -195,14 +209,14 @@ def row_from_stream(name: str, fp: BinaryIO, rules=None, classifier: Any = False
 
     p = _RowPipeline(rules if rules is not None else _rules(), _classifier() if classifier is False else classifier)
     read_stream(p, fp, name, pick=p.pick)
-    recent, first_time, failed_at, host = p.recent, p.first_time, p.failed_at, p.host
+    times, first_time, failed_at, host = p.times, p.first_time, p.failed_at, p.host
     report = p.finish(name)
     root = report.root
     tl = p.timeline
     ready_time = next((ph.start for ph in report.phases if ph.ready), None) if tl.ready else None
     fail_time = None
     if root is not None:
-        fail_time = failed_at.get(root.cause) or _time_at(recent, root.evidence[0].line if root.evidence else None)
+        fail_time = failed_at.get(root.cause) or _time_at(times, root.evidence[0].line if root.evidence else None)
         fail_time = fail_time or tl.last_time
     f = report.facts
     return {
@@ -240,13 +254,12 @@ def _elapsed(first: str | None, then: str | None) -> float | None:
     return seconds_between(first, then)
 
 
-def _time_at(recent: deque[tuple[int, str]], line: int | None) -> str | None:
+def _time_at(times: list[tuple[int, str]], line: int | None) -> str | None:
+    """The log's time at `line` (the last one noted at or before it), or its last time when `line` is None."""
     if line is None:
-        return recent[-1][1] if recent else None
-    for ln, t in reversed(recent):
-        if ln <= line:
-            return t
-    return None
+        return times[-1][1] if times else None
+    i = bisect.bisect_right(times, line, key=lambda point: point[0])
+    return times[i - 1][1] if i else None
 
 
 def _text(fp: BinaryIO, name: str) -> BinaryIO:
