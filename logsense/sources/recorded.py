@@ -218,53 +218,19 @@ def lzma_errors() -> type[Exception]:
     return lzma.LZMAError
 
 
-class _Unwrapped(io.RawIOBase):
-    """A byte stream whose lines of exactly `width` bytes (a terminal's wrap) are joined to the next line."""
+class _Rewritten(io.RawIOBase):
+    """A byte stream made from another one block at a time; a subclass says how a block is rewritten."""
 
-    def __init__(self, inner: BinaryIO, width: int, name: str) -> None:
-        self.inner, self.width, self.name = inner, width, name
-        self.partial = b""  # the last line read, not yet ended
-        self.pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while not self.pending:
-            try:
-                chunk = self.inner.read(BLOCK)
-            except (EOFError, zlib.error, lzma_errors()) as e:
-                raise SourceError(f"{self.name}: compressed data is truncated or corrupt ({e})") from None
-            if not chunk:
-                self.pending, self.partial = self.partial, b""
-                if not self.pending:
-                    return 0
-                break
-            lines = (self.partial + chunk).split(b"\n")
-            self.partial = lines.pop()
-            out = []
-            for line in lines:
-                bare = line.rstrip(b"\r")
-                wrapped = len(bare) >= self.width and len(bare.decode("utf-8", "replace")) == self.width
-                out.append(bare if wrapped else line + b"\n")
-            self.pending = b"".join(out)
-        n = min(len(b), len(self.pending))
-        b[:n] = self.pending[:n]
-        self.pending = self.pending[n:]
-        return n
-
-
-class _Recoded(io.RawIOBase):
-    """A byte stream decoded by `codec` (None: UTF-8 kept) to UTF-8, with lone \\r line ends made \\n."""
-
-    def __init__(self, inner: BinaryIO, codec: TextCodec | None, name: str) -> None:
+    def __init__(self, inner: BinaryIO, name: str) -> None:
         self.inner, self.name = inner, name
-        self.decoder = codec.incremental() if codec is not None else None
         self.pending = b""
-        self.first = True
 
     def readable(self) -> bool:
         return True
+
+    def rewrite(self, chunk: bytes) -> bytes | None:
+        """What `chunk` (b"" once the input has ended) gives, or None when nothing is left."""
+        raise NotImplementedError
 
     def readinto(self, b) -> int:
         while not self.pending:
@@ -272,18 +238,53 @@ class _Recoded(io.RawIOBase):
                 chunk = self.inner.read(BLOCK)
             except (EOFError, zlib.error, lzma_errors()) as e:
                 raise SourceError(f"{self.name}: compressed data is truncated or corrupt ({e})") from None
-            if self.decoder is not None:
-                text = self.decoder.decode(chunk, final=not chunk)
-                if self.first and text.startswith("\ufeff"):
-                    text = text[1:]
-                self.first = False
-                data = text.encode("utf-8", "replace")
-            else:
-                data = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            if not chunk and not data:
+            data = self.rewrite(chunk)
+            if data is None:
                 return 0
             self.pending = data
         n = min(len(b), len(self.pending))
         b[:n] = self.pending[:n]
         self.pending = self.pending[n:]
         return n
+
+
+class _Unwrapped(_Rewritten):
+    """A byte stream whose lines of exactly `width` bytes (a terminal's wrap) are joined to the next line."""
+
+    def __init__(self, inner: BinaryIO, width: int, name: str) -> None:
+        super().__init__(inner, name)
+        self.width = width
+        self.partial = b""  # the last line read, not yet ended
+
+    def rewrite(self, chunk: bytes) -> bytes | None:
+        if not chunk:
+            rest, self.partial = self.partial, b""
+            return rest or None
+        lines = (self.partial + chunk).split(b"\n")
+        self.partial = lines.pop()
+        out = []
+        for line in lines:
+            bare = line.rstrip(b"\r")
+            wrapped = len(bare) >= self.width and len(bare.decode("utf-8", "replace")) == self.width
+            out.append(bare if wrapped else line + b"\n")
+        return b"".join(out)
+
+
+class _Recoded(_Rewritten):
+    """A byte stream decoded by `codec` (None: UTF-8 kept) to UTF-8, with lone \\r line ends made \\n."""
+
+    def __init__(self, inner: BinaryIO, codec: TextCodec | None, name: str) -> None:
+        super().__init__(inner, name)
+        self.decoder = codec.incremental() if codec is not None else None
+        self.first = True
+
+    def rewrite(self, chunk: bytes) -> bytes | None:
+        if self.decoder is not None:
+            text = self.decoder.decode(chunk, final=not chunk)
+            if self.first and text.startswith("\ufeff"):
+                text = text[1:]
+            self.first = False
+            data = text.encode("utf-8", "replace")
+        else:
+            data = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        return None if not chunk and not data else data
