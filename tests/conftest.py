@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ROOT / "corpora"
+
+# Started in the background without job control (`cmd &` in a script), the test run has SIGINT
+# ignored, and every process it starts inherits that: the Ctrl-C tests would then time out or
+# see the command finish. A handler (unlike "ignored") is reset to the default across exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Two small startups shared by the check and pre-commit tests.
 HEALTHY = """\
