@@ -192,8 +192,10 @@ def wrap_width(sample: bytes) -> int | None:
     width = max(map(len, lines))  # in characters, as a terminal counts (nearly: wide characters aside)
     if width < 60:
         return None
-    # a traceback's frame lines are alike in length and followed by unlike lines (their code): not a wrap
-    at = [i for i, line in enumerate(lines[:-1]) if len(line) == width and not _WHOLE_FRAME.match(line)]
+    # a traceback's frame lines are alike in length and followed by unlike lines (their indented code): not
+    # a wrap; a piece of a wrapped frame can look whole ("..., in init_cuda_"), but its rest is not indented
+    at = [i for i, line in enumerate(lines[:-1])
+          if len(line) == width and not (_WHOLE_FRAME.match(line) and lines[i + 1][:1].isspace())]
     if len({lines[i] for i in at}) < 3:
         return None
     alike = sum(1 for i in at if lines[i + 1][:4] == lines[i][:4])
