@@ -19,7 +19,11 @@ ENABLED = True  # False: every call computes afresh (the tests compare both)
 
 
 def text_memo(fn: Callable[[str], V], entries: int = ENTRIES) -> Callable[[str], V]:
-    """`fn`, remembered for the last `entries` texts it saw; its results must be treated as read-only."""
+    """`fn`, remembered for the last `entries` texts it saw; a result is shared by every call with its text.
+
+    So a result is changed only to fill in more of what the text alone decides (the timeline's
+    record of marker searches per text); anything else must treat it as read-only.
+    """
     cached = lru_cache(maxsize=entries)(fn)
 
     def call(text: str) -> V:
