@@ -80,7 +80,7 @@ _PACKAGE_OF = {"sglang": re.compile(r"(?<![\w/.-])(?:sglang(?:\[[^\]]*\])?|sgl[-
                "vllm": re.compile(r"(?<![\w/.-])vllm(?:\[[^\]]*\])?(?![\w/-])")}
 
 
-def _for_server(kind: FixKind, value: str, server: str | None) -> str | None:
+def in_server_terms(kind: FixKind, value: str, server: str | None) -> str | None:
     """The fix in the detected server's own words, or None when that server has no such knob."""
     if server not in _ENV_OF:
         return value
@@ -113,7 +113,7 @@ def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str
         if value is None:
             value = _fill(spec.fallback, values)
         if value is not None:
-            value = _for_server(spec.kind, value, facts.get("server"))
+            value = in_server_terms(spec.kind, value, facts.get("server"))
         if value is None:
             continue
         note = _fill(spec.note, values) if spec.note else None

@@ -174,12 +174,12 @@ def test_stats_and_diff_on_vllm_logs(rules):
 
 
 def test_commands_name_the_detected_servers_package():
-    from logsense.fixes import _for_server
+    from logsense.fixes import in_server_terms
 
-    assert _for_server("command", "pip install -U sglang", "vllm") == "pip install -U vllm"
-    assert _for_server("command", 'pip install -U "sglang[all]>=0.5"', "vllm") == 'pip install -U "vllm"'
-    assert _for_server("command", "pip install --force-reinstall sgl-kernel", "vllm") is None
-    assert _for_server("env", "SGLANG_ENABLE_JIT_DEEPGEMM=0", "vllm") is None
-    assert _for_server("env", "VLLM_ATTENTION_BACKEND=XFORMERS", "sglang") is None
-    assert _for_server("command", "pip install -U sglang", None) == "pip install -U sglang"
-    assert _for_server("package", "apt install python3.12-dev", "vllm") == "apt install python3.12-dev"
+    assert in_server_terms("command", "pip install -U sglang", "vllm") == "pip install -U vllm"
+    assert in_server_terms("command", 'pip install -U "sglang[all]>=0.5"', "vllm") == 'pip install -U "vllm"'
+    assert in_server_terms("command", "pip install --force-reinstall sgl-kernel", "vllm") is None
+    assert in_server_terms("env", "SGLANG_ENABLE_JIT_DEEPGEMM=0", "vllm") is None
+    assert in_server_terms("env", "VLLM_ATTENTION_BACKEND=XFORMERS", "sglang") is None
+    assert in_server_terms("command", "pip install -U sglang", None) == "pip install -U sglang"
+    assert in_server_terms("package", "apt install python3.12-dev", "vllm") == "apt install python3.12-dev"

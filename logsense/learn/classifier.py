@@ -73,14 +73,12 @@ class Classifier(DocReader):
 
     def _diagnosis(self, cause: str, p: float, p_raw: float, doc: Doc, pred: Prediction, phase: str,
                    explains: tuple[str, ...]) -> Diagnosis:
-        from logsense.taxonomy import causes, title
+        from logsense.taxonomy import title
 
         model = self.model
         notes = _telling(model, doc.notes, cause)
         nearest = model.nearest(doc.text, cause)
-        entry = causes().get(cause)
-        fixes = tuple(Fix(_fix_kind(f), f, "the usual fix for this cause: check that it fits")
-                      for f in (entry.fix if entry else ()))
+        fixes = usual_fixes(cause, doc.server)
         others = [f"{c} {q:.2f}" for c, q in pred.probs[1:3] if q >= 0.05]
         text = (f"No rule recognises this log. The learned classifier says it is probably {cause} "
                 f"(p={p:.2f}{_record(model, cause, p_raw)})"
@@ -134,6 +132,21 @@ def _evidence(notes: list[Note]) -> tuple[Evidence, ...]:
         for line, text in n.lines:
             out.setdefault(line, Evidence(line, text))
     return tuple(sorted(out.values(), key=lambda e: e.line)[-MAX_EVIDENCE:])
+
+
+def usual_fixes(cause: str, server: str | None) -> tuple[Fix, ...]:
+    """The taxonomy's usual fixes for `cause`, in `server`'s own flags (those it has no counterpart for left out)."""
+    from logsense.fixes import in_server_terms
+    from logsense.taxonomy import causes
+
+    entry = causes().get(cause)
+    out = []
+    for text in entry.fix if entry else ():
+        kind = _fix_kind(text)
+        value = in_server_terms(kind, text, server)
+        if value is not None:
+            out.append(Fix(kind, value, "the usual fix for this cause: check that it fits"))
+    return tuple(out)
 
 
 def _fix_kind(text: str) -> FixKind:

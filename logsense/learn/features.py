@@ -114,6 +114,7 @@ class Doc:
     errors_after_ready: int = 0
     tracebacks: int = 0
     phase: str = "import"
+    server: str | None = None  # which server wrote the log (facts.server): the usual fixes are said in its flags
 
     @property
     def failure_signs(self) -> bool:
@@ -271,7 +272,7 @@ def build_doc(notes: list[Note], tail: list[Note], phase: str, ready: bool, erro
         meta.append("zznoerrors")
     body = [n.text for n in notes] + [n.text for n in tail]
     text = " ".join(meta) + "\n" + "\n".join(body)
-    return Doc(text, notes, ready, errors_after_ready, tracebacks, phase)
+    return Doc(text, notes, ready, errors_after_ready, tracebacks, phase, server)
 
 
 def _telling_lines(event: Event) -> list[Record]:
