@@ -152,12 +152,12 @@ def usual_fixes(cause: str, server: str | None) -> tuple[Fix, ...]:
 def _fix_kind(text: str) -> FixKind:
     """A best guess at a taxonomy fix's kind (they are prose: 'raise --mem-fraction-static')."""
     t = text.strip()
+    if t.startswith(("python", "docker ", "huggingface-cli", "nvidia-smi", "vllm ")):
+        return FixKind.COMMAND  # a command line may hold flags of its own (docker run --shm-size)
     if "--" in t:
         return FixKind.FLAG
     if t.startswith(("pip ", "apt ", "apt-get ", "conda ")) or " install " in t:
         return FixKind.PACKAGE
     if any(w.isupper() and "_" in w for w in t.replace("=", " ").split()):
         return FixKind.ENV
-    if t.startswith(("python", "docker", "huggingface-cli", "nvidia-smi")):
-        return FixKind.COMMAND
     return FixKind.CONFIG
