@@ -3,7 +3,7 @@
 Fixes are rendered per server (flags mapped, the other server's commands and variables dropped,
 `if: {server: ...}`); titles, explanations and notes are not, so they must hold for every server
 whose logs the rule fires on. A rule fires on a server's logs unless its `when_facts` rule that
-server out or every one of its match examples is signed by the other server (its banner, its
+server out (not for fatal signals, which ignore them) or every one of its match examples is signed by the other server (its banner, its
 package paths, its own error wording: facts.server).
 """
 
@@ -14,7 +14,7 @@ from functools import cache
 
 import pytest
 
-from logsense.examples import all_matches, example_lines, first_phase
+from logsense.examples import example_lines
 from logsense.fixes import in_server_terms
 from logsense.flags import FLAG, has_flag
 from logsense.learn.classifier import usual_fixes
@@ -76,26 +76,24 @@ def said(spec: RuleSpec, server: str) -> list[tuple[str, str]]:
 
 
 @cache
-def _example_servers(rule_id: str) -> tuple[str | None, ...]:
-    """The server each match example of a rule is signed by (None: a line either server could print)."""
-    from logsense import load_rules
+def _signed_by(log: str) -> str | None:
+    """The server a log is signed by (its banner, package paths, own wording), None when it says neither."""
+    from logsense.facts import Facts
+    from logsense.normalize import Normalizer
 
-    rules = load_rules()
-    rule = rules.get(rule_id)
-    assert rule is not None
-    out = []
-    for ex in rule.spec.examples:
-        if ex.kind == "match":
-            _, report = all_matches(rules, example_lines(ex.log), first_phase(rules, rule.spec))
-            out.append(report.facts.get("server"))
-    return tuple(out)
+    normalizer, facts = Normalizer(), Facts()
+    for n, line in example_lines(log):
+        for rec in normalizer.feed(n, line):
+            facts.feed(rec)
+    return facts.server()
 
 
 def fires_on(spec: RuleSpec) -> list[str]:
     """The servers whose logs the rule can fire on."""
-    allowed = spec.when_facts.get("server")
-    signed = _example_servers(spec.id)
-    return [s for s in SERVERS if (allowed is None or s in allowed) and any(x in (s, None) for x in signed)]
+    # a fatal signal decides the verdict whatever the facts say: its when_facts never hide it
+    allowed = spec.when_facts.get("server") if spec.role != "fatal" else None
+    signed = {_signed_by(ex.log) for ex in spec.examples if ex.kind == "match"}
+    return [s for s in SERVERS if (allowed is None or s in allowed) and (s in signed or None in signed)]
 
 
 def test_foreign_terms_finds_the_other_servers_flags_and_names():
