@@ -80,12 +80,13 @@ _PACKAGE_OF = {"sglang": re.compile(r"(?<![\w/.-])(?:sglang(?:\[[^\]]*\])?|sgl[-
                "vllm": re.compile(r"(?<![\w/.-])vllm(?:\[[^\]]*\])?(?![\w/-])")}
 
 
-def in_server_terms(kind: FixKind, value: str, server: str | None) -> str | None:
-    """The fix in the detected server's own words, or None when that server has no such knob."""
+def in_server_terms(kind: FixKind, value: str, server: str | None, version: str | None = None) -> str | None:
+    """The fix in the detected server's own words (of its release `version`, when known), or None
+    when that server has no such knob."""
     if server not in _ENV_OF:
         return value
     if kind == FixKind.FLAG:
-        return for_server(value, server)
+        return for_server(value, server, version)
     if kind == FixKind.ENV:
         others = tuple(p for s, ps in _ENV_OF.items() if s != server for p in ps)
         return None if value.lstrip().startswith(others) else value
@@ -115,7 +116,7 @@ def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str
         server = facts.get("server")
         if value is not None and server not in spec.when.get("server", ()):
             # a fix whose `if:` names the log's server is already in its terms (sglang <= 0.4 installs vllm)
-            value = in_server_terms(spec.kind, value, server)
+            value = in_server_terms(spec.kind, value, server, facts.get("server_version"))
         if value is None:
             continue
         note = _fill(spec.note, values) if spec.note else None

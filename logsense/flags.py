@@ -5,7 +5,9 @@ regenerated from a wheel (or an unpacked package) with
 
     python3 -m logsense.coverage.flags sglang-0.5.23-...whl vllm-0.34.0-...whl -o logsense/data/flags/
 
-which parses the argument definitions with `ast` (nothing is imported or run).
+which parses the argument definitions with `ast` (nothing is imported or run). Older releases'
+vocabularies (<server>-<version>.txt, written with `--release`) keep a fix for a log of an
+older release from naming a flag that release did not have yet.
 """
 
 from __future__ import annotations
@@ -38,24 +40,67 @@ EQUIVALENT: tuple[dict[str, str], ...] = (
     {"sglang": "--port", "vllm": "--port"},
 )
 
+def release_key(version: str | None) -> tuple[int, ...] | None:
+    """(0, 8, 5) for "0.8.5", "v0.8.5.post1" or "0.8.5rc1+cu124"; None when it names no release."""
+    m = re.match(r"v?(\d+(?:\.\d+)*)", version or "")
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def _flags_in(name: str) -> set[str]:
+    try:
+        text = (DATA_DIR / name).read_text(encoding="utf-8")
+    except OSError:
+        return set()
+    return {line.split()[0] for line in text.splitlines() if line.startswith("--")}
+
+
 @cache
-def vocabulary(server: str) -> frozenset[str]:
+def _releases(server: str) -> tuple[tuple[tuple[int, ...], str], ...]:
+    """(release, file name) of the older releases' vocabularies shipped for `server`, oldest first."""
+    found = []
+    for path in DATA_DIR.glob(f"{server}-*.txt"):
+        key = release_key(path.stem[len(server) + 1:])
+        if key is not None:
+            found.append((key, path.name))
+    return tuple(sorted(found))
+
+
+@cache
+def vocabulary(server: str, version: str | None = None) -> frozenset[str]:
     """The flags `server` accepts: its current release's (<server>.txt, generated) and older
-    releases' that logs still show (<server>.older.txt, kept by hand); empty when none ships."""
-    flags: set[str] = set()
-    for name in (f"{server}.txt", f"{server}.older.txt"):
-        try:
-            text = (DATA_DIR / name).read_text(encoding="utf-8")
-        except OSError:
-            continue
-        flags.update(line.split()[0] for line in text.splitlines() if line.startswith("--"))
-    return frozenset(flags)
+    releases' that logs still show (<server>.older.txt, kept by hand); empty when none ships.
+
+    For a log of a `version` older than <server>.txt's release, the flags of the newest older
+    release shipped (<server>-<release>.txt) not after it, of the oldest one when it predates them
+    all: a flag added later is not advised to it (nor, between two shipped releases, one added
+    in between).
+    """
+    key = release_key(version)
+    releases = _releases(server)
+    current = _current_release(server)
+    if key is None or not releases or (current is not None and key >= current):
+        return frozenset(_flags_in(f"{server}.txt") | _flags_in(f"{server}.older.txt"))
+    older = [name for k, name in releases if k <= key]
+    return frozenset(_flags_in(older[-1] if older else releases[0][1]))
 
 
-def has_flag(server: str, flag: str) -> bool:
-    """True when `server` accepts `flag`: as written, as argparse's `--no-X` of a boolean `--X`,
-    or as the unambiguous prefix argparse expands (`--tp` for SGLang's `--tp-size`)."""
-    vocab = vocabulary(server)
+@cache
+def _current_release(server: str) -> tuple[int, ...] | None:
+    """The release <server>.txt was generated from, as its first line names the wheel."""
+    try:
+        with (DATA_DIR / f"{server}.txt").open(encoding="utf-8") as f:
+            head = f.readline()
+    except OSError:
+        return None
+    m = re.search(rf"\b{server}-(\S+?)-", head)
+    return release_key(m.group(1)) if m else None
+
+
+def has_flag(server: str, flag: str, version: str | None = None) -> bool:
+    """True when `server` (of release `version`, when known) accepts `flag`: as written, as
+    argparse's `--no-X` of a boolean `--X`, or as the unambiguous prefix argparse expands (`--tp`
+    for SGLang's `--tp-size`)."""
+    vocab = vocabulary(server, version)
     if not vocab or flag in vocab:
         return True
     if flag.startswith("--no-") and "--" + flag[5:] in vocab:
@@ -63,8 +108,9 @@ def has_flag(server: str, flag: str) -> bool:
     return sum(1 for f in vocab if f.startswith(flag)) == 1
 
 
-def for_server(value: str, server: str | None) -> str | None:
-    """A fix value whose flags all exist on `server`: rewritten to its equivalents, or None.
+def for_server(value: str, server: str | None, version: str | None = None) -> str | None:
+    """A fix value whose flags all exist on `server` (of release `version`, when known):
+    rewritten to its equivalents, or None.
 
     Values without flags, and any value when the server is unknown, pass unchanged.
     """
@@ -75,10 +121,10 @@ def for_server(value: str, server: str | None) -> str | None:
         flag = m.group(0)
         if m.start() and not value[m.start() - 1].isspace() and value[m.start() - 1] not in "`'\"(":
             continue  # "--" inside a word or a path, not a flag
-        if has_flag(server, flag):
+        if has_flag(server, flag, version):
             continue
         other = next((e[server] for e in EQUIVALENT for s, f in e.items() if s != server and f == flag), None)
-        if other is None or not has_flag(server, other):
+        if other is None or not has_flag(server, other, version):
             return None
         out = out[: m.start()] + other + out[m.end() :]
     return out

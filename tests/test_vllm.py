@@ -116,6 +116,38 @@ def test_flag_vocabularies():
     assert for_server("--skip-server-warmup", None) == "--skip-server-warmup"
 
 
+@pytest.mark.parametrize(
+    ("version", "flag", "known"),
+    [
+        ("0.6.3", "--model-impl", False),  # added in 0.7-0.8
+        ("0.6.3.post1", "--gpu-memory-utilization", True),
+        ("0.5.4", "--hf-overrides", False),  # older than every release shipped: the oldest one's flags
+        ("0.7.3", "--model-impl", False),  # between two shipped releases: the older one's flags
+        ("0.8.5", "--model-impl", True),
+        ("0.10.2", "--attention-backend", False),  # VLLM_ATTENTION_BACKEND only, then
+        ("0.10.2", "--swap-space", True),
+        ("0.34.0", "--attention-backend", True),
+        (None, "--attention-backend", True),  # version unknown: the current release's
+        ("0.34.0", "--swap-space", True),  # removed, but kept by hand in vllm.older.txt
+    ],
+)
+def test_flag_vocabulary_of_an_older_release(version: str | None, flag: str, known: bool):
+    assert has_flag("vllm", flag, version) is known
+
+
+def test_fix_names_no_flag_the_logs_release_lacks(rules):
+    line = ("ValueError: Model architectures ['Qwen2VLForConditionalGeneration'] are not supported for now. "
+            "Supported architectures: dict_keys(['LlamaForCausalLM'])")
+
+    def fixes(version: str) -> list[str]:
+        report = run([f"INFO 10-17 08:11:58 api_server.py:528] vLLM API server version {version}", line], rules)
+        return [f.value for f in report.diagnoses[0].fixes]
+
+    assert "--model-impl transformers" in fixes("0.8.5")
+    assert not any("--model-impl" in v for v in fixes("0.6.3"))
+    assert for_server("--mem-fraction-static 0.8", "vllm", "0.6.3") == "--gpu-memory-utilization 0.8"
+
+
 def test_extract_reads_add_argument_and_fields(tmp_path: Path):
     src = '''
 class EngineArgs:

@@ -1,7 +1,8 @@
 """Each server's flag vocabulary, read from its wheel or unpacked package with `ast` (never imported).
 
 `python3 -m logsense.coverage.flags WHEEL|DIR...` rewrites logsense/data/flags/<server>.txt, which
-logsense.flags reads at run time.
+logsense.flags reads at run time; with `--release`, <server>-<version>.txt: an older release's
+vocabulary, used for the logs of that release and of those up to the next one shipped.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m logsense.coverage.flags", description=__doc__.split("\n")[0])
     ap.add_argument("sources", nargs="+", help="a sglang/vllm wheel, or a directory holding the package")
     ap.add_argument("-o", "--out", default=str(DATA_DIR), help="output directory (default: the shipped one)")
+    ap.add_argument("--release", action="store_true",
+                    help="write <server>-<version>.txt, an older release's vocabulary, instead of <server>.txt")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -113,11 +116,18 @@ def main(argv: list[str] | None = None) -> int:
         if not flags:
             print(f"{src}: no flags found", file=sys.stderr)
             return 1
-        (out / f"{server}.txt").write_text(
+        name = f"{server}.txt"
+        if a.release:
+            version = open_distribution(src).version
+            if not version:
+                print(f"{src}: cannot tell its version", file=sys.stderr)
+                return 1
+            name = f"{server}-{version}.txt"
+        (out / name).write_text(
             f"# {server} flags, from {Path(src).name} (python3 -m logsense.coverage.flags)\n" + "\n".join(flags) + "\n",
             encoding="utf-8",
         )
-        print(f"{out / (server + '.txt')}: {len(flags)} flags")
+        print(f"{out / name}: {len(flags)} flags")
     return 0
 
 
