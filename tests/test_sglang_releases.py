@@ -1,0 +1,84 @@
+"""Older SGLang releases (0.3.x-0.5.1): their wording gets the cause, and fixes those releases can run.
+
+The logs are in each release's own shapes (paths of its source layout, its exact messages), as
+the releases' source prints them; a flag the release did not have must not be advised.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from logsense.pipeline import run
+
+SGLANG_036_NO_VLLM = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main
+    return _run_code(code, main_globals, None,
+  File "/usr/local/lib/python3.10/dist-packages/sglang/launch_server.py", line 6, in <module>
+    from sglang.srt.server import launch_server
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/server.py", line 48, in <module>
+    from sglang.srt.managers.data_parallel_controller import (
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/layers/layernorm.py", line 34, in <module>
+    from vllm.model_executor.custom_op import CustomOp
+ModuleNotFoundError: No module named 'vllm'
+"""
+
+SGLANG_046_AWQ_NO_VLLM = """\
+[2025-05-01 10:00:01] server_args=ServerArgs(model_path='Qwen/Qwen2.5-7B-Instruct-AWQ', quantization='awq', tp_size=1)
+[2025-05-01 10:00:08 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/layers/quantization/__init__.py", line 110, in get_quantization_config
+    raise ValueError(
+ValueError: awq quantization requires some operators from vllm. Pleaes install vllm by `pip install vllm==0.7.2`
+"""
+
+SGLANG_036_ARCH = """\
+[2024-11-21 10:00:08 TP0] Load weight begin. avail mem=23.34 GB
+[2024-11-21 10:00:08 TP0] Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/model_executor/model_runner.py", line 725, in load_model_cls_srt
+    raise ValueError(
+ValueError: Unsupported architectures: Gemma2ForCausalLM. Supported list: ['LlamaForCausalLM', 'Qwen2ForCausalLM']
+"""
+
+SGLANG_036_NO_DRIVER = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/server_args.py", line 160, in __post_init__
+    gpu_mem = get_nvgpu_memory_capacity()
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/utils.py", line 838, in get_nvgpu_memory_capacity
+    raise RuntimeError(
+RuntimeError: nvidia-smi not found. Ensure NVIDIA drivers are installed and accessible.
+"""
+
+SGLANG_046_NO_DEVICE = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/utils.py", line 1310, in get_device
+    raise RuntimeError("No accelerator (CUDA, XPU, HPU) is available.")
+RuntimeError: No accelerator (CUDA, XPU, HPU) is available.
+"""
+
+SGLANG_046_GGUF = """\
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/hf_transformers_utils.py", line 97, in get_config
+    raise RuntimeError(f"Can't get gguf config for {config.model_type}.")
+RuntimeError: Can't get gguf config for qwen2vl.
+"""
+
+
+@pytest.mark.parametrize(("log", "rule", "has", "lacks"), [
+    # the [all] extra of these releases installs the vllm they import; not "pip install sglang", not --model-impl
+    (SGLANG_036_NO_VLLM, "sglang-vllm-dependency-missing", 'pip install "sglang[all]==', "--model-impl"),
+    # the version the message names, kept as vllm (not rewritten into SGLang's package)
+    (SGLANG_046_AWQ_NO_VLLM, "quantization-needs-vllm-ops", "pip install vllm==0.7.2", "pip install sglang"),
+    # 0.3.x had no --model-impl
+    (SGLANG_036_ARCH, "model-architecture-unsupported", "sglang", "--model-impl"),
+    # 0.3.x had no CPU device
+    (SGLANG_036_NO_DRIVER, "no-accelerator-visible", "nvidia-smi", "--device cpu"),
+    (SGLANG_046_NO_DEVICE, "no-accelerator-visible", "--device cpu", "rocm-smi"),
+    # 0.4.x-0.5.1 read a GGUF's config from the file alone: a config.json beside it does not help
+    (SGLANG_046_GGUF, "gguf-config-not-derivable", "safetensors", "config.json next to"),
+], ids=["0.3-no-vllm", "0.4.6-awq-no-vllm", "0.3-architecture", "0.3-no-driver", "0.4.6-no-device", "0.4.6-gguf"])
+def test_an_older_release_gets_its_cause_and_a_fix_it_can_run(rules, log, rule, has, lacks):
+    root = run(log.splitlines(), rules).root
+    assert root is not None and root.rule == rule
+    said = " | ".join(f"{f.value} {f.note or ''}" for f in root.fixes)
+    assert has in said
+    assert lacks not in " | ".join(f.value for f in root.fixes)
