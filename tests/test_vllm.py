@@ -121,7 +121,9 @@ def test_flag_vocabularies():
     [
         ("0.6.3", "--model-impl", False),  # added in 0.7-0.8
         ("0.6.3.post1", "--gpu-memory-utilization", True),
-        ("0.5.4", "--hf-overrides", False),  # older than every release shipped: the oldest one's flags
+        ("0.5.4", "--hf-overrides", False),
+        ("0.5.4", "--tool-call-parser", False),  # added in 0.6
+        ("0.4.2", "--max-model-len", True),  # older than every release shipped: the oldest one's flags
         ("0.7.3", "--model-impl", False),  # between two shipped releases: the older one's flags
         ("0.8.5", "--model-impl", True),
         ("0.10.2", "--attention-backend", False),  # VLLM_ATTENTION_BACKEND only, then
