@@ -114,8 +114,9 @@ def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str
         if value is None:
             value = _fill(spec.fallback, values)
         server = facts.get("server")
-        if value is not None and server not in spec.when.get("server", ()):
-            # a fix whose `if:` names the log's server is already in its terms (sglang <= 0.4 installs vllm)
+        # a package or command whose `if:` names the log's server is in its terms (sglang <= 0.4 installs vllm)
+        own = spec.kind in (FixKind.PACKAGE, FixKind.COMMAND) and server in spec.when.get("server", ())
+        if value is not None and not own:
             value = in_server_terms(spec.kind, value, server, facts.get("server_version"))
         if value is None:
             continue

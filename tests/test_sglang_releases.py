@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from logsense.flags import has_flag
 from logsense.pipeline import run
 
 SGLANG_036_NO_VLLM = """\
@@ -82,3 +83,36 @@ def test_an_older_release_gets_its_cause_and_a_fix_it_can_run(rules, log, rule, 
     said = " | ".join(f"{f.value} {f.note or ''}" for f in root.fixes)
     assert has in said
     assert lacks not in " | ".join(f.value for f in root.fixes)
+
+
+@pytest.mark.parametrize(("version", "flag", "known"), [
+    ("0.3.6", "--attention-backend", True),
+    ("0.3.6", "--disable-flashinfer", True),  # deprecated for --attention-backend triton, still parsed
+    ("0.4.0", "--dist-timeout", False),
+    ("0.4.6", "--dist-timeout", True),
+    ("0.4.8", "--skip-server-warmup", False),  # --skip-server-warmup, --model-impl, --nccl-port: 0.4.9
+    ("0.4.9.post1", "--skip-server-warmup", True),
+    ("0.4.8", "--model-impl", False),
+    ("0.5.12", "--fp8-gemm-backend", True),
+    ("0.5.20", "--cuda-graph-max-bs", False),  # split into -decode / -prefill by then
+    (None, "--cuda-graph-max-bs", True),  # version unknown: every release's, older.txt included
+])
+def test_flag_vocabulary_of_an_older_sglang_release(version, flag, known):
+    assert has_flag("sglang", flag, version) is known
+
+
+def test_a_warmup_fix_names_no_flag_the_logs_release_lacks(rules):
+    lines = ["sglang version 0.4.6.post1",
+             "[2025-05-01 10:00:21] Initialization failed. warmup error: Traceback (most recent call last):",
+             '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/entrypoints/http_server.py", line 772, in _wait_and_warmup',
+             '    assert res.status_code == 200, f"{res=}, {res.text=}"',
+             "AssertionError: res=<Response [502]>, res.text=''"]
+
+    def fixes(version: str) -> list[str]:
+        root = run([lines[0].replace("0.4.6.post1", version)] + lines[1:], rules).root
+        assert root is not None and root.cause == "warmup_request_failed"
+        return [f.value for f in root.fixes]
+
+    assert "--skip-server-warmup" not in fixes("0.4.6.post1")
+    assert "--skip-server-warmup" in fixes("0.4.9.post6")
+    assert any("no_proxy" in v for v in fixes("0.4.6.post1"))
