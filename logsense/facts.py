@@ -8,6 +8,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any
 
+from logsense import re_cache
 from logsense.memo import text_memo
 from logsense.model import Record
 from logsense.prefilter import LiteralIndex
@@ -96,9 +97,9 @@ FACT_NAMES = frozenset(
 _RANK_MARKERS = ("Load weight begin", "Init torch distributed begin", "Load weight end", "Memory pool end")
 _PY_LITERALS = ("include/python3", "/python3.", "cpython-3", "Python 3.")
 
-_PY_INCLUDE = re.compile(r"include/python(3\.\d{1,2})\b")
-_PY_PATH = re.compile(r"/python(3\.\d{1,2})/|cpython-3(\d{1,2})-|\bPython (3\.\d{1,2})\.\d+")
-_MULTIMODAL_ARCH = re.compile(
+_PY_INCLUDE = re_cache.compile(r"include/python(3\.\d{1,2})\b")
+_PY_PATH = re_cache.compile(r"/python(3\.\d{1,2})/|cpython-3(\d{1,2})-|\bPython (3\.\d{1,2})\.\d+")
+_MULTIMODAL_ARCH = re_cache.compile(
     r"VL|Vision|Llava|LLaVA|ConditionalGeneration|Qwen2_?5_?VL|InternVL|MiniCPM[VO]|Mllama|Pixtral|Idefics|Phi4MM|"
     r"Janus|Gemma3n?ForConditional|KimiK2[5-9]|KimiVL|Kimi-VL|Glm4v|DeepseekVL|Ovis|Step3VL|MultiModal"
 )
@@ -107,7 +108,7 @@ _MULTIMODAL_HINTS = (
     "vision tower", "vision_tower", "VisionTransformer", "has_image_understanding", "image_processor",
     "multimodal warmup", "vision_model", "/v1/chat/completions with image",
 )
-_ARG = re.compile(r"(\w+)=")
+_ARG = re_cache.compile(r"(\w+)=")
 
 
 def parse_server_args(message: str) -> dict[str, Any]:
@@ -215,7 +216,7 @@ def _compiled() -> tuple[LiteralIndex[tuple[Any, ...]], list[tuple[re.Pattern, s
     # every rank prints these once: counting ranks here (not on every line) gives the same
     # count whether all lines were read or only the ones the block scanner picked
     entries += [(m, False, ("rank",)) for m in _RANK_MARKERS]
-    return LiteralIndex(entries), [(re.compile(p), name) for _, p, name in _SIMPLE]
+    return LiteralIndex(entries), [(re_cache.compile(p), name) for _, p, name in _SIMPLE]
 
 
 class Facts:

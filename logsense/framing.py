@@ -10,9 +10,9 @@ event that is open for their pid. Every record ends up in exactly one event.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from logsense import re_cache
 from logsense.memo import text_memo
 from logsense.model import Event, EventKind, Record
 
@@ -23,20 +23,20 @@ _TRACEBACK = "Traceback (most recent call last):"
 # What a line must hold to open a multi-line event (the block scanner looks for these).
 FRAMING_LITERALS = (_TRACEBACK, " error: ", "FAILED: ", "error: command '", "In file included from", 'File "')
 # A frame line with no traceback open: a paste that lost its "Traceback" header still is one (or its indent).
-_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in ')
+_FRAME = re_cache.compile(r'^\s*File "[^"]+", line \d+, in ')
 # What a paste puts where it cut frames out ("...", "[...]", "…"), and the ^^^ under a frame's code.
-_CUT = re.compile(r"^\s*(?:\.{3,}|\[\.\.\.\]|…|\[…\]|[\^~]+)\s*$")
+_CUT = re_cache.compile(r"^\s*(?:\.{3,}|\[\.\.\.\]|…|\[…\]|[\^~]+)\s*$")
 # An exception line where indentation cannot tell it from code: a capitalised (dotted) name, then ": " or nothing.
-_EXCEPTION_NAME = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s|:?$)")
-_CHAIN = re.compile(
+_EXCEPTION_NAME = re_cache.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s|:?$)")
+_CHAIN = re_cache.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)\s*$"
 )
-_COMPILE_START = re.compile(
+_COMPILE_START = re_cache.compile(
     r"^(?:\S+?:\d+:(?:\d+:)? (?:fatal )?error: |FAILED: |error: command '[^']*' failed|"
     r"In file included from \S+:\d+)"
 )
-_COMPILE_MORE = re.compile(
+_COMPILE_MORE = re_cache.compile(
     r"^(?:\s+\d*\s*\||\s+\^|compilation terminated\.|In file included from |\s+from \S+:\d+|"
     r"\S+?:\d+:(?:\d+:)? (?:fatal error|error|note|warning|In function)|ninja: build stopped|"
     r"\[\d+/\d+\] |\S*(?:gcc|g\+\+|cc|c\+\+|nvcc|clang)\S* .*-[co] |\d+ errors? detected)"
@@ -208,7 +208,7 @@ def error_lines(event: Event) -> list[Record]:
 
 
 # Line by line, for readers that classify records as they stream (diff) rather than framed events.
-_FRAME_AT = re.compile(r'\s*File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)')
+_FRAME_AT = re_cache.compile(r'\s*File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)')
 _CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
 _CHAIN_HANDLING = "During handling of the above exception, another exception occurred"
 

@@ -11,16 +11,17 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
+from logsense import re_cache
 from logsense.memo import text_memo
 from logsense.model import Record
 
 # CSI, OSC (title, hyperlinks), and other two-byte escapes; then every other C0 control but \t and \r.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
+_ANSI = re_cache.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
 # C0 but \t and \r, DEL, C1; bidi overrides and isolates (text that reads other than it is) and zero-width
 # characters (text that hides inside other text): none belongs in a log line or on a terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_CONTROL = re_cache.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
-_JOURNAL = re.compile(
+_JOURNAL = re_cache.compile(
     r"(?P<ts>"
     r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,6})?"  # short, short-precise
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,6})?[+-]\d\d:?\d\d"  # short-iso(-precise); "Z" is docker's
@@ -31,15 +32,15 @@ _JOURNAL = re.compile(
     # an identifier without [pid] that looks like an exception class is log text, not a journal field
     r"(?P<ident>(?![\w.]*(?:Error|Exception|Warning|Interrupt|Exit): )[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: "
 )
-_JOURNAL_META = re.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
+_JOURNAL_META = re_cache.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
 # `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ", and
 # `kubectl logs --prefix`'s "[pod/name/container] ".
-_DOCKER = re.compile(
+_DOCKER = re_cache.compile(
     r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?=\[\d{4}-|$|\S))"
     r"|(?P<svc>[A-Za-z0-9][\w.]*[-_][\w.-]*)\s+\| ?"
     r"|\[pod/[\w.-]+/[\w.-]+\] "
 )
-_SGLANG = re.compile(
+_SGLANG = re_cache.compile(
     r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?)"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] "
     r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+\.py:\d+: )?"
@@ -47,20 +48,20 @@ _SGLANG = re.compile(
 # vLLM: its process prefix "(EngineCore_DP0 pid=123) ", "(Worker_TP1 pid=9) ", "(VllmWorker rank=1 pid=9) ",
 # "(RayWorkerWrapper pid=5, ip=10.0.0.2) ", then its logger's "INFO 11-20 10:00:00 [file.py:12] " (2024:
 # "file.py:12] "). Both come alone too: a child's raw stderr has only the first, one process only the second.
-_VLLM_PROC = re.compile(
+_VLLM_PROC = re_cache.compile(
     r"\((?P<proc>[A-Za-z][\w-]*)(?: rank=(?P<rankn>\d+)| (?P<tp>TP\d+))? pid=(?P<pid>\d+)(?:, ip=[\w.:-]+)?\) ?"
 )
-_VLLM_LOG = re.compile(
+_VLLM_LOG = re_cache.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<src>[\w./-]+:\d+)\] "
 )
-_VLLM_RANKS = re.compile(r"(?<=_)(?:DP|PP|PCP|TP|DCP|EP)\d+")
-_RAY_REPEAT = re.compile(r" \[repeated \d+x across cluster\]$")
+_VLLM_RANKS = re_cache.compile(r"(?<=_)(?:DP|PP|PCP|TP|DCP|EP)\d+")
+_RAY_REPEAT = re_cache.compile(r" \[repeated \d+x across cluster\]$")
 # Launchers that prefix each line of a process: torchrun's "[rank3]: " and mpirun's "[1,0]<stderr>:".
-_LAUNCHER = re.compile(r"\[rank(?P<rank>\d+)\]: ?|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>: ?")
+_LAUNCHER = re_cache.compile(r"\[rank(?P<rank>\d+)\]: ?|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>: ?")
 # A pasted log may be indented as a whole (a list item, a code block): a line that starts a record or ends a
 # traceback is never indented in the log itself, so its indent is the paste's. A traceback's own frame and
 # code lines keep theirs (their indent is how the exception line is told apart).
-_PASTE_HEAD = re.compile(
+_PASTE_HEAD = re_cache.compile(
     r"\[\d{4}-\d\d-\d\d[ T]|\[\d\d-\d\d \d\d:|\[rank\d+\]:|\[\d+,\d+\]<std|\[pod/"
     r"|\([A-Za-z][\w-]*(?: rank=\d+| TP\d+)? pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d "
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |[A-Za-z0-9][\w.]*[-_][\w.-]*\s+\| "
@@ -69,16 +70,16 @@ _PASTE_HEAD = re.compile(
     r"|Fatal Python error: |Aborted|Killed$|Segmentation fault|usage: |\S+: error: "
 )
 # rsyslog writes control characters as "#ooo": ESC "#033", CR "#015".
-_SYSLOG_ANSI = re.compile(r"#033\[[0-?]*[ -/]*[@-~]")
+_SYSLOG_ANSI = re_cache.compile(r"#033\[[0-?]*[ -/]*[@-~]")
 # A tqdm bar with a log record glued after it (no newline between them).
-_GLUED = re.compile(r"(?<=[\]|%])\s*(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] )")
+_GLUED = re_cache.compile(r"(?<=[\]|%])\s*(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] )")
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
 # The year given to a time printed without one (journalctl short, vLLM): durations and order hold, and
 # the reports print such a time without it (`shown_time`).
 YEARLESS = 2000
 PLACEHOLDER_YEAR = f"{YEARLESS}-"
-_YEARLESS = re.compile(r"2000-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
+_YEARLESS = re_cache.compile(r"2000-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
 
 MAX_LINE = 64 * 1024  # longer lines are cut for matching; the server_args dump is ~10 KB
 

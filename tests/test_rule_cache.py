@@ -225,3 +225,85 @@ def test_a_kept_regex_is_used_only_for_its_own_text_and_regex_version():
     assert old.regex.search("CUDA out of memory")["what"] == "memory"
     for junk in (b"", b"junk", marshal.dumps((regex.__version__, ("x",)))):
         assert Pattern(spec("abc"), (), False, frozen=junk).regex.search("xabc")
+
+
+# The stdlib-regex table (logsense/re_cache.py): a kept pattern is the very one re.compile makes.
+
+_PATTERNS = [(r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] (?P<msg>.*)", 0), (r"error|fail(?:ed|ure)", 2),
+             (r"(?<=_)(?:DP|TP)\d+", 0), (r"\b(TP|DP)\d+\b|\b(rank|gpu)([ =:_]?)\d+\b", 2)]
+
+
+@pytest.fixture
+def re_table(home, monkeypatch):
+    """A fresh process's view of the table: nothing read yet, nothing made."""
+    from logsense import re_cache
+
+    def fresh():
+        monkeypatch.setattr(re_cache, "_table", None)
+        monkeypatch.setattr(re_cache, "_used", {})
+        monkeypatch.setattr(re_cache, "_added", False)
+        monkeypatch.setattr("atexit.register", lambda fn: None)  # the test writes the table itself
+
+    fresh()
+    return re_cache, fresh
+
+
+def _same(a, b) -> None:
+    import re
+
+    assert a == b and a.groupindex == b.groupindex and a.groups == b.groups and isinstance(a, re.Pattern)
+    for text in ("[2026-01-02 03:04:05] TP3 failed", "x_DP12 rank 4 ERROR", "nothing"):
+        assert [m.groups() for m in a.finditer(text)] == [m.groups() for m in b.finditer(text)]
+
+
+def test_a_kept_re_pattern_is_the_one_re_compiles(re_table, monkeypatch):
+    import re
+
+    re_cache, fresh = re_table
+    for p, f in _PATTERNS:
+        _same(re_cache.compile(p, f), re.compile(p, f))
+    re_cache._store()
+    fresh()
+    monkeypatch.setattr(re, "compile", lambda *_a: pytest.fail("a kept pattern was compiled again"))
+    built = [re_cache.compile(p, f) for p, f in _PATTERNS]
+    monkeypatch.undo()
+    for (p, f), b in zip(_PATTERNS, built, strict=True):
+        _same(b, re.compile(p, f))
+
+
+@pytest.mark.parametrize("damage", ["code", "other-text", "not-a-tuple", "bad-groups"])
+def test_a_wrong_re_entry_is_compiled_afresh(re_table, damage):
+    import re
+
+    from logsense import cache as store
+
+    re_cache, fresh = re_table
+    for p, f in _PATTERNS:
+        re_cache.compile(p, f)
+    re_cache._store()
+    name = re_cache._name()
+    table = store.load(name)
+    for key, form in list(table.items()):
+        if damage == "code":
+            table[key] = (form[0], form[1], [99999] * len(form[2]), *form[3:])
+        elif damage == "other-text":  # the form of another pattern under this key
+            table[key] = table[(_PATTERNS[0][0], _PATTERNS[0][1])] if key[0] != _PATTERNS[0][0] else \
+                table[(_PATTERNS[1][0], _PATTERNS[1][1])]
+        elif damage == "not-a-tuple":
+            table[key] = list(form)
+        elif damage == "bad-groups":
+            table[key] = (*form[:3], 10**9, *form[4:])
+    store.store(name, table)
+    fresh()
+    for p, f in _PATTERNS:
+        _same(re_cache.compile(p, f), re.compile(p, f))
+
+
+def test_no_cache_keeps_no_re_table(re_table, monkeypatch):
+    import re
+
+    re_cache, fresh = re_table
+    monkeypatch.setenv("LOGSENSE_NO_CACHE", "1")
+    for p, f in _PATTERNS:
+        _same(re_cache.compile(p, f), re.compile(p, f))
+    assert re_cache._used == {}

@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from logsense import re_cache
 from logsense.memo import text_memo
 from logsense.model import Event, EventKind, Record
 from logsense.pipeline import Reading
@@ -25,14 +26,14 @@ _DIGITS = str.maketrans("123456789", "000000000")
 TAIL_EVENTS = 8  # the last events before the end, whatever they say
 MAX_TEXT = 400  # characters of one line that count
 
-_ERRORISH = re.compile(
+_ERRORISH = re_cache.compile(
     r"Error|error|ERROR|Exception|exception|[Ff]ailed|FAILED|[Ff]ailure|[Ff]atal|FATAL|Traceback|"
     r"[Cc]annot |[Cc]an't |[Uu]nable to|[Nn]ot found|No such|[Dd]enied|[Rr]efused|[Tt]imed? ?out|"
     r"[Kk]illed|[Aa]bort|out of memory|OOM|[Ii]nvalid|[Uu]nsupported|not supported|mismatch|"
     r"undefined symbol|[Nn]ot enough|[Ii]llegal|NaN|\binf\b|[Ww]atchdog|SIGQUIT|sigquit|[Ss]egmentation|"
     r"[Dd]eadlock|\b[Hh]ang(?:s|ing)?\b|[Rr]etract|Possible solutions"
 )
-_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
+_LEVEL = re_cache.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
 # What the block scanner looks for on the model's behalf: a literal for every branch of _ERRORISH
 # (a superset: the regex still decides; "inf" and "hang" only with a space, or they would match
 # every "info" and "sglang"), so a log is read the same fast way for training and use.
@@ -46,14 +47,14 @@ SCAN_LITERALS = (
 TAIL_LINES = 40  # lines at the end of a log always read (TAIL_EVENTS events come from them)
 
 # Masking: what differs between two logs of the same incident (numbers, paths, addresses, ranks).
-_URL = re.compile(r"\b(?:https?|ftp|file|tcp|ws)://\S+")
-_IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-f:]*::[0-9a-f:]*\](?::\d+)?")
-_PATH = re.compile(r"(?:(?<=[\s'\"(=:,\[])|^)(?:~|\.{1,2})?(?:/[\w.@+\-]+)+/?")
-_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b")
-_RANK = re.compile(r"\b(TP|DP|PP|EP|CP|ATTN_CP|MOE_DP)\d+\b|\b(rank|gpu|cuda|device)([ =:_]?)\d+\b", re.IGNORECASE)
-_NUM = re.compile(r"\d+(?:\.\d+)*")
-_BAR = re.compile(r"[\u2580-\u259f\u25a0-\u25ff#]{3,}")  # progress-bar blocks
-_SPACE = re.compile(r"\s+")
+_URL = re_cache.compile(r"\b(?:https?|ftp|file|tcp|ws)://\S+")
+_IP = re_cache.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-f:]*::[0-9a-f:]*\](?::\d+)?")
+_PATH = re_cache.compile(r"(?:(?<=[\s'\"(=:,\[])|^)(?:~|\.{1,2})?(?:/[\w.@+\-]+)+/?")
+_HEX = re_cache.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b")
+_RANK = re_cache.compile(r"\b(TP|DP|PP|EP|CP|ATTN_CP|MOE_DP)\d+\b|\b(rank|gpu|cuda|device)([ =:_]?)\d+\b", re.IGNORECASE)
+_NUM = re_cache.compile(r"\d+(?:\.\d+)*")
+_BAR = re_cache.compile(r"[\u2580-\u259f\u25a0-\u25ff#]{3,}")  # progress-bar blocks
+_SPACE = re_cache.compile(r"\s+")
 
 
 def mask(text: str) -> str:
@@ -301,7 +302,7 @@ def _telling_lines(event: Event) -> list[Record]:
 
 # --- analyzers: the same functions at training (given to scikit-learn) and at prediction ---
 
-_WORD = re.compile(r"(?u)\b\w\w+\b")
+_WORD = re_cache.compile(r"(?u)\b\w\w+\b")
 
 
 def words(text: str) -> list[str]:

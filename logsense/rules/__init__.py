@@ -74,7 +74,9 @@ def _cached_pack(path: Path, display: str) -> tuple[list[CompiledRule], list[Rul
     name = cache.key("pack", data)
     entry = cache.load(name)
     if isinstance(entry, list) and all(isinstance(r, CompiledRule) for r in entry):
-        return [_placed(r, display) for r in entry], []
+        for rule in entry:  # decoded just now, seen by no one yet: given its path as __init__ would
+            object.__setattr__(rule.spec, "path", display)
+        return entry, []
     rules, errors = _compile_pack(path, display)
     if not errors:  # a pack with problems is read again each time, so that they are reported each time
         cache.store(name, [_placed(r, "") for r in rules])

@@ -9,6 +9,7 @@ was stored is not stored: a wrong or corrupt entry costs a re-parse, never a wro
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from enum import Enum
 from functools import lru_cache
 from pathlib import Path
@@ -39,8 +40,9 @@ def _types() -> dict[str, type]:
                                     Role, RuleStatus, FixKind)}
 
 
-_DATACLASS, _PATTERN, _TAGGED_TUPLE, _ENUM = 0, 1, 2, 3
-_TAG = "\0logsense"  # first item of a tuple that stands for a dataclass or a pattern
+# What a tagged tuple (_TAG, kind, ...) stands for. Anything else in an entry is plain data, taken as it is.
+_DATACLASS, _PATTERN, _TUPLE, _ENUM, _LIST, _DICT, _FROZENSET, _RULE = range(8)
+_TAG = "\0logsense"
 _LEAVES = (str, int, float, bool, type(None), bytes)
 
 
@@ -48,9 +50,11 @@ def encode(value: Any) -> Any:
     """Plain data (marshal can write it) for a value made of the cached dataclasses, patterns and plain values.
 
     A dataclass is (_TAG, _DATACLASS, its type's name, its field values in order): the field
-    names are part of the entry's key (`_code_key`).
+    names are part of the entry's key (`_code_key`). A container of plain data only is kept as
+    it is, so that `decode` returns it without looking inside (most of an entry: examples,
+    literals, fact conditions); one holding anything else is a tagged tuple of its items.
     """
-    from logsense.rules.compile import Pattern
+    from logsense.rules.compile import CompiledRule, Pattern
 
     if isinstance(value, Enum):  # before the leaves: a str enum is a str, but marshal takes no subclass
         name = type(value).__name__
@@ -60,7 +64,11 @@ def encode(value: Any) -> Any:
     if isinstance(value, _LEAVES):
         return value
     if isinstance(value, Pattern):
-        return (_TAG, _PATTERN, encode(value.spec), tuple(value.literals), bool(value.icase), value.freeze())
+        return (_TAG, _PATTERN, encode(value.spec), *_pattern_rest(value))
+    if type(value) is CompiledRule and all(p.spec is s for ps, ss in _pattern_pairs(value) for p, s in zip(ps, ss, strict=True)):
+        # its patterns' specs are its spec's: kept once, as compile_rule made them
+        return (_TAG, _RULE, encode(value.spec), *(tuple(_pattern_rest(p) for p in ps) for ps, _ in
+                                                   _pattern_pairs(value)))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
         if _types().get(name) is not type(value):
@@ -68,53 +76,126 @@ def encode(value: Any) -> Any:
         return (_TAG, _DATACLASS, name, *(encode(getattr(value, f.name)) for f in dataclasses.fields(value)))
     if isinstance(value, tuple):
         items = tuple(encode(x) for x in value)
-        return (_TAG, _TAGGED_TUPLE, *items) if items and items[0] == _TAG else items
+        return items if _plain(items) and not (items and items[0] == _TAG) else (_TAG, _TUPLE, *items)
     if isinstance(value, list):
-        return [encode(x) for x in value]
+        items = tuple(encode(x) for x in value)
+        return list(items) if _plain(items) else (_TAG, _LIST, *items)
     if isinstance(value, dict):
-        return {encode(k): encode(x) for k, x in value.items()}
+        keys, values = tuple(encode(k) for k in value), tuple(encode(x) for x in value.values())
+        return dict(zip(keys, values, strict=True)) if _plain(keys) and _plain(values) else (_TAG, _DICT, keys, values)
     if isinstance(value, frozenset):
-        return frozenset(encode(x) for x in value)
+        items = tuple(encode(x) for x in value)
+        return frozenset(items) if _plain(items) else (_TAG, _FROZENSET, *items)
     raise TypeError(f"{type(value).__name__} cannot be cached")
+
+
+def _plain(items: tuple[Any, ...]) -> bool:
+    """Whether encoded items are plain data that decodes as itself (no tagged tuple anywhere in them)."""
+    for x in items:
+        t = type(x)
+        if t in _LEAVES:
+            continue
+        if t is tuple:
+            if (x and x[0] == _TAG) or not _plain(x):
+                return False
+        elif t is list or t is frozenset:
+            if not _plain(tuple(x)):
+                return False
+        elif t is dict:
+            if not (_plain(tuple(x)) and _plain(tuple(x.values()))):
+                return False
+        else:
+            return False
+    return True
+
+
+def _pattern_rest(p: Any) -> tuple[Any, ...]:
+    return (tuple(p.literals), bool(p.icase), p.freeze())
+
+
+def _pattern_pairs(rule: Any) -> tuple[tuple[Any, Any], ...]:
+    """A compiled rule's patterns beside the specs they were compiled from."""
+    return ((rule.any, rule.spec.any), (rule.all, rule.spec.all), (rule.not_, rule.spec.not_))
 
 
 def decode(value: Any) -> Any:
     """The value `encode` was given; TypeError/ValueError/KeyError/IndexError on anything else."""
-    from logsense.rules.compile import Pattern
-    from logsense.rules.loader import PatternSpec
+    from logsense.rules.compile import CompiledRule, Pattern
+    from logsense.rules.loader import PatternSpec, RuleSpec
 
-    types = _types()
+    builders = _builders()
+    enums = _enums()
+
+    def pattern(spec: Any, literals: Any, icase: Any, frozen: Any) -> Pattern:
+        if type(spec) is not PatternSpec or type(literals) is not tuple or type(icase) is not bool \
+                or type(frozen) is not bytes:
+            raise TypeError("not a pattern")
+        return Pattern(spec, literals, icase, frozen=frozen)
 
     def walk(v: Any) -> Any:
-        t = type(v)
-        if t is tuple:
-            if v and v[0] == _TAG:
-                kind = v[1]
-                if kind == _DATACLASS:
-                    return types[v[2]](*[x if type(x) in _LEAVES else walk(x) for x in v[3:]])
-                if kind == _PATTERN:
-                    spec = walk(v[2])
-                    if (not isinstance(spec, PatternSpec) or type(v[3]) is not tuple or type(v[4]) is not bool
-                            or type(v[5]) is not bytes):
-                        raise TypeError("not a pattern")
-                    return Pattern(spec, v[3], v[4], frozen=v[5])
-                if kind == _TAGGED_TUPLE:
-                    return tuple([x if type(x) in _LEAVES else walk(x) for x in v[2:]])
-                if kind == _ENUM:
-                    return types[v[2]](v[3])
-                raise ValueError(f"unknown tag {kind!r}")
-            return tuple([x if type(x) in _LEAVES else walk(x) for x in v])
-        if t is list:
-            return [x if type(x) in _LEAVES else walk(x) for x in v]
-        if t is dict:
-            return {walk(k): walk(x) for k, x in v.items()}
-        if t is frozenset:
-            return frozenset(walk(x) for x in v)
-        if t in _LEAVES:
-            return v
-        raise TypeError(f"{t.__name__} is not plain data")
+        if type(v) is not tuple or not v or v[0] != _TAG:
+            if type(v) in _LEAVES or type(v) in (tuple, list, dict, frozenset):
+                return v  # plain data: encode tagged whatever was not
+            raise TypeError(f"{type(v).__name__} is not plain data")
+        kind = v[1]
+        if kind == _DATACLASS:
+            return builders[v[2]]([walk(x) if type(x) is tuple and x and x[0] == _TAG else x for x in v[3:]])
+        if kind == _RULE:
+            spec = walk(v[2])
+            if type(spec) is not RuleSpec or len(v) != 6:
+                raise TypeError("not a rule")
+            return CompiledRule(spec, *(tuple(pattern(s, *rest) for s, rest in zip(specs, kept, strict=True))
+                                        for specs, kept in zip((spec.any, spec.all, spec.not_), v[3:], strict=True)))
+        if kind == _PATTERN:
+            return pattern(walk(v[2]), *v[3:])
+        if kind == _TUPLE:
+            return tuple([walk(x) for x in v[2:]])
+        if kind == _ENUM:
+            return enums[v[2]][v[3]]
+        if kind == _LIST:
+            return [walk(x) for x in v[2:]]
+        if kind == _DICT:
+            return dict(zip([walk(k) for k in v[2]], [walk(x) for x in v[3]], strict=True))
+        if kind == _FROZENSET:
+            return frozenset([walk(x) for x in v[2:]])
+        raise ValueError(f"unknown tag {kind!r}")
 
     return walk(value)
+
+
+@lru_cache(maxsize=1)
+def _builders() -> dict[str, Callable[[list[Any]], Any]]:
+    """For each cached dataclass, a function that makes one from its field values in order.
+
+    It fills the instance's __dict__ at once, as the generated __init__ would field by field
+    (each through object.__setattr__, the cached types being frozen): a warm start decodes
+    thousands of them. The cached types have no __post_init__ and no slots (checked here).
+    """
+    out = {}
+    for name, t in _types().items():
+        if issubclass(t, Enum):
+            continue
+        if hasattr(t, "__post_init__") or "__slots__" in vars(t):
+            raise TypeError(f"{name} cannot be built from its fields alone")
+        out[name] = _builder(t, tuple(f.name for f in dataclasses.fields(t)))
+    return out
+
+
+def _builder(t: type, names: tuple[str, ...]) -> Callable[[list[Any]], Any]:
+    new, set_attr = object.__new__, object.__setattr__
+
+    def build(values: list[Any]) -> Any:
+        obj = new(t)
+        set_attr(obj, "__dict__", dict(zip(names, values, strict=True)))
+        return obj
+
+    return build
+
+
+@lru_cache(maxsize=1)
+def _enums() -> dict[str, dict[Any, Enum]]:
+    """Each cached enum's members by value (what `Role(value)` finds, without the enum machinery's call)."""
+    return {name: {m.value: m for m in t} for name, t in _types().items() if issubclass(t, Enum)}
 
 
 def _layout(t: Any) -> tuple[str, ...]:

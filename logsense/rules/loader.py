@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from logsense import re_cache
 from logsense.errors import RuleError
 from logsense.model import FixKind, Role, RuleStatus
 from logsense.rules.schema import (
@@ -25,8 +25,8 @@ from logsense.taxonomy import causes
 if TYPE_CHECKING:
     import yaml  # imported when a pack is parsed: a cached pack needs no YAML at all
 
-_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_EXAMPLE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_ID = re_cache.compile(r"^[a-z0-9][a-z0-9-]*$")
+_EXAMPLE_NAME = re_cache.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
 class Marked:
@@ -232,11 +232,11 @@ def _patterns(c: _Checker, m: Marked | None, rule: str | None, name: str) -> tup
     return tuple(out)
 
 
-_GROUP = re.compile(r"\(\?P?<(\w+)>")
+_GROUP = re_cache.compile(r"\(\?P?<(\w+)>")
 # {name} is filled from a capture or a fact; {name|flag} writes a config field or class the message
 # names (max_model_len, KVTransfer) as its command-line flag (--max-model-len, --kv-transfer);
 # {name|pip} writes an imported module (zmq, cv2) as the package pip installs (pyzmq, opencv-python-headless)
-TEMPLATE_NAME = re.compile(r"\{(\w+)(?:\|(flag|pip))?\}")
+TEMPLATE_NAME = re_cache.compile(r"\{(\w+)(?:\|(flag|pip))?\}")
 
 
 def capture_names(patterns: tuple[PatternSpec, ...]) -> set[str]:

@@ -7,17 +7,17 @@ them from there, so a phase is added in YAML alone.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from logsense import re_cache
 from logsense.errors import RuleError, RuleErrors
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import CompiledRule, Pattern, compile_pattern
 from logsense.rules.loader import Marked, PatternSpec, _Checker, plain, read_yaml
 from logsense.rules.schema import PHASE_FIELDS
 
-_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_NAME = re_cache.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import re
 import stat
 import sys
 import zlib
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from logsense import re_cache
 from logsense.errors import SourceError
 
 BLOCK = 1 << 20
@@ -202,7 +202,7 @@ def wrap_width(sample: bytes) -> int | None:
     return width if alike * 5 <= len(at) else None
 
 
-_WHOLE_FRAME = re.compile(r'\s*File ".+", line \d+, in [\w<>.]+$')
+_WHOLE_FRAME = re_cache.compile(r'\s*File ".+", line \d+, in [\w<>.]+$')
 
 
 def _peek(fp: BinaryIO, n: int, name: str) -> bytes:
