@@ -128,6 +128,7 @@ def test_flag_vocabularies():
         ("0.8.5", "--model-impl", True),
         ("0.10.2", "--attention-backend", False),  # VLLM_ATTENTION_BACKEND only, then
         ("0.10.2", "--swap-space", True),
+        ("0.20.1", "--attention-backend", False),  # between 0.11.0 and the current release: 0.11.0's flags
         ("0.34.0", "--attention-backend", True),
         (None, "--attention-backend", True),  # version unknown: the current release's
         ("0.34.0", "--swap-space", True),  # removed, but kept by hand in vllm.older.txt
