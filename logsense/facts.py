@@ -19,6 +19,8 @@ from logsense.prefilter import LiteralIndex
 _SIMPLE: list[tuple[tuple[str, ...], str, str]] = [
     (("sglang==", "sglang version", "SGLang version", "sglang-v"),
      r"\b(?i:sglang)(?:==|\s+version[:=]?\s*|-v)v?(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)", "sglang_version"),
+    # `python3 -m sglang.check_env`, which SGLang's issue template asks for: "sglang: 0.4.6.post1"
+    (("sglang: 0.", "sglang: 1."), r"^sglang: (\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\s*$", "sglang_version"),
     (("torch==", "torch version", "PyTorch version", "torch_version="),
      r"\b(?i:torch)(?:==|\s+version[:=]?\s*|_version=)v?(\d+\.\d+\.\d+)", "torch_version"),
     (("CUDA Version", "CUDA_VERSION", "CUDA runtime", "CUDA version", "cuda_version=", "cuda=="),

@@ -42,7 +42,7 @@ _DOCKER = re_cache.compile(
 )
 _SGLANG = re_cache.compile(
     r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?)"
-    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\] "
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)-?\d+)*)\] "  # sglang 0.3.x: "DP-1 TP0" when not data-parallel
     r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+\.py:\d+: )?"
 )
 # vLLM: its process prefix "(EngineCore_DP0 pid=123) ", "(Worker_TP1 pid=9) ", "(VllmWorker rank=1 pid=9) ",

@@ -116,3 +116,19 @@ def test_a_warmup_fix_names_no_flag_the_logs_release_lacks(rules):
     assert "--skip-server-warmup" not in fixes("0.4.6.post1")
     assert "--skip-server-warmup" in fixes("0.4.9.post6")
     assert any("no_proxy" in v for v in fixes("0.4.6.post1"))
+
+
+def test_sglang_0_3_rank_prefix_is_read(rules):
+    """0.3.x logs "DP-1 TP0" when there is no data parallelism (DP_RANK unset reads as -1)."""
+    lines = ["[2024-11-21 10:00:07 DP-1 TP0] Init torch distributed begin.",
+             "[2024-11-21 10:00:08 DP-1 TP0] Load weight begin. avail mem=23.34 GB",
+             "[2024-11-21 10:00:15 DP-1 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=8.25 GB"]
+    report = run(lines, rules)
+    assert [(p.name, p.seconds) for p in report.phases][:2] == [("distributed_init", 1.0), ("weight_loading", 7.0)]
+
+
+def test_the_release_is_read_from_check_env(rules):
+    """`python3 -m sglang.check_env`, which SGLang's issue template asks for, names the release."""
+    report = run(["Python: 3.10.12 (main, Nov 20 2023, 15:14:05) [GCC 11.4.0]", "sglang: 0.4.6.post1",
+                  "[2025-05-01 10:00:08 TP0] Load weight begin. avail mem=23.34 GB"], rules)
+    assert report.facts.get("sglang_version") == "0.4.6.post1"
