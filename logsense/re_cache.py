@@ -49,7 +49,7 @@ def compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 def _build(form: tuple[Any, ...], pattern: str) -> re.Pattern[str]:
-    import _sre
+    import _sre  # type: ignore[import-not-found]  # re's own engine, without stubs
 
     if type(form) is not tuple or len(form) != 6 or form[0] != pattern:
         raise TypeError("not this pattern's form")

@@ -30,7 +30,7 @@ def key(kind: str, data: bytes) -> str:
 
 
 @lru_cache(maxsize=1)
-def _types() -> dict[str, type]:
+def _types() -> dict[str, Any]:
     from logsense.model import FixKind, Role, RuleStatus
     from logsense.rules.compile import CompiledRule
     from logsense.rules.loader import ExampleSpec, FixSpec, PatternSpec, RuleSpec
@@ -177,7 +177,7 @@ def _builders() -> dict[str, Callable[[list[Any]], Any]]:
             continue
         if hasattr(t, "__post_init__") or "__slots__" in vars(t):
             raise TypeError(f"{name} cannot be built from its fields alone")
-        out[name] = _builder(t, tuple(f.name for f in dataclasses.fields(t)))
+        out[name] = _builder(t, _layout(t))
     return out
 
 
@@ -185,7 +185,7 @@ def _builder(t: type, names: tuple[str, ...]) -> Callable[[list[Any]], Any]:
     new, set_attr = object.__new__, object.__setattr__
 
     def build(values: list[Any]) -> Any:
-        obj = new(t)
+        obj: Any = new(t)
         set_attr(obj, "__dict__", dict(zip(names, values, strict=True)))
         return obj
 
