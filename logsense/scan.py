@@ -6,19 +6,25 @@ blocks for every literal that any rule, phase marker, fact or framing trigger ne
 the lines holding one are fed to the pipeline, plus every line while a multi-line event
 (a traceback) is open. The result is the same as feeding every line (a test checks it).
 
-On a log of more than two blocks, reading and searching run in a thread a few blocks ahead of
-the pipeline: Aho-Corasick and file reads release the GIL, so on two cores the search costs
-the pipeline nothing; the queue between them is bounded, so memory stays flat.
+On a log of more than two blocks, reading and searching run in a forked child ahead of the
+pipeline: on two cores the search then costs the pipeline nothing (a thread would, as the two
+would take turns holding the GIL); the pipe between them is bounded, so memory stays flat.
 """
 
 from __future__ import annotations
 
+import array
+import contextlib
+import fcntl
 import os
-import queue
+import signal
+import stat
+import struct
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple, NoReturn
 
 from logsense.errors import SourceError
 from logsense.framing import FRAMING_LITERALS
@@ -233,8 +239,8 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
 
     `tail`: the last lines of the log are fed whatever they hold (a reader of "how it ended").
     `pick(block, lines_before, starts)`: the offsets of more lines of a block of whole lines to feed.
-    `parallel`: search in a thread ahead of the pipeline (None: when there are two cores and
-    the log is more than two blocks long; a small log pays nothing for it).
+    `parallel`: search in a forked child ahead of the pipeline (None: when `_may_fork` and the log
+    is more than two blocks long; a small log pays nothing for it).
     """
     lits = scan_literals(p)
     try:
@@ -249,15 +255,15 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
     cs, ci = [x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]]
     bodies = _bodies(fp, name)
     first = [b for b in (next(bodies, None), next(bodies, None)) if b is not None]
-    ahead: _Ahead | None = None
+    ahead: _Forked | None = None
     if len(first) < 2:  # the whole log is in one block
         scanner = _backend(cs, ci, sum(map(len, first)))
-        scanned: Iterable[tuple[bytes, list[int]]] = ((b, _starts(b, scanner)) for b in first)
-    elif parallel is False or (parallel is None and _cores() < 2):
+        scanned: Iterable[tuple[bytes, Found]] = ((b, _found(b, scanner)) for b in first)
+    elif not parallel and (parallel is False or not _may_fork()):
         scanner = _backend(cs, ci)
-        scanned = ((b, _starts(b, scanner)) for b in _chain(first, bodies))
+        scanned = ((b, _found(b, scanner)) for b in _chain(first, bodies))
     else:
-        ahead = _Ahead(_chain(first, bodies), lambda: _backend(cs, ci))
+        ahead = _Forked(_chain(first, bodies), lambda: _backend(cs, ci))
         scanned = ahead
     try:
         _feed_all(scanned, p, tail, pick)
@@ -266,11 +272,15 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
             ahead.close()
 
 
-def _cores() -> int:
+def _may_fork() -> bool:
+    """Two cores, fork, and one thread: a fork copies no other thread, and a lock one of them held would stay
+    locked in the child (a process with threads, a Dask worker say, searches its blocks itself)."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return False
     try:
-        return len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0)) >= 2
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        return (os.cpu_count() or 1) >= 2
 
 
 def _chain(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
@@ -322,59 +332,156 @@ def _bodies(fp: BinaryIO, name: str) -> Iterator[bytes]:
         yield held
 
 
-def _starts(body: bytes, scanner) -> list[int]:
-    """Where the lines of `body` that hold a literal start, in order."""
-    return sorted({body.rfind(b"\n", 0, off) + 1 for off in scanner.offsets(body)})
+class Found(NamedTuple):
+    """What the search found in a block: where the lines holding a literal start and, once counted, how many
+    lines precede each and how many the block has."""
+
+    starts: list[int]
+    before: list[int] | None = None
+    lines: int = -1
 
 
-_END = object()
+def _found(body: bytes, scanner, count: bool = True) -> Found:
+    """The lines of `body` (whole lines) that hold a literal, in order; with their ordinals if `count`."""
+    found: set[int] = set()
+    lo = hi = -1  # the last line found: its literals' offsets mostly come together (a line may hold ten)
+    for off in scanner.offsets(body):
+        if not lo <= off < hi:
+            lo = body.rfind(b"\n", 0, off) + 1
+            hi = body.find(b"\n", off)
+            found.add(lo)
+    starts = sorted(found)
+    return _counted(body, Found(starts)) if count else Found(starts)
 
 
-class _Ahead:
-    """Reads and searches blocks in a thread, up to AHEAD blocks ahead of the one being fed."""
+def _counted(body: bytes, found: Found) -> Found:
+    """`found` with its ordinals: the lines before each start, and the block's lines."""
+    if found.before is not None:
+        return found
+    before: list[int] = []
+    n = prev = 0
+    count = body.count
+    for s in found.starts:
+        n += count(b"\n", prev, s)
+        before.append(n)
+        prev = s
+    return Found(found.starts, before, n + count(b"\n", prev))
+
+
+_BLOCK, _ERROR, _END = b"B", b"E", b"Z"
+_HEAD = struct.Struct("<cQQq")  # kind, body bytes (or message bytes), starts, lines (-1: not counted)
+F_SETPIPE_SZ = 1031
+PIPE_BYTES = 1 << 20  # a 4 MiB block then goes through in four writes, not sixty-four
+COUNT_SECONDS = 0.004  # about what counting a block's lines costs
+
+
+class _Forked:
+    """Reads and searches blocks in a forked child, up to a pipe's worth ahead of the block being fed.
+
+    A child, not a thread: the search and the pipeline then never wait on each other for the GIL,
+    and each has a core. The child reads the input as the parent would have (any stream: a file,
+    a pipe, a decompressor) and sends each block with what the search found; the pipe's bounded
+    buffer keeps memory flat whatever the input's size.
+    """
 
     def __init__(self, bodies: Iterator[bytes], make_scanner: Callable[[], object]) -> None:
-        self._queue: queue.Queue = queue.Queue(maxsize=AHEAD)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(bodies, make_scanner), name="logsense-scan",
-                                        daemon=True)
-        self._thread.start()
+        r, w = os.pipe()
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_BYTES)
+        parent = os.getpid()
+        self._pid = os.fork()
+        if self._pid == 0:  # the child: never returns
+            os.close(r)
+            _search_child(bodies, make_scanner, w, parent)
+        os.close(w)
+        self._fp = os.fdopen(r, "rb", buffering=1 << 16)
+        self._done = False
 
-    def _run(self, bodies: Iterator[bytes], make_scanner: Callable[[], object]) -> None:
-        try:
-            scanner = make_scanner()
-            for body in bodies:
-                if not self._put((body, _starts(body, scanner))):
-                    return
-            self._put(_END)
-        except BaseException as e:  # noqa: BLE001 - raised again in the reading thread
-            self._put(e)
-
-    def _put(self, item: object) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def __iter__(self) -> Iterator[tuple[bytes, list[int]]]:
+    def __iter__(self) -> Iterator[tuple[bytes, Found]]:
+        read = self._fp.read
         while True:
-            item = self._queue.get()
-            if item is _END:
+            head = read(_HEAD.size)
+            if len(head) < _HEAD.size:
+                raise SourceError("the block search stopped without a word (killed?); the log was not read to its end")
+            kind, size, nstarts, lines = _HEAD.unpack(head)
+            if kind == _END:
+                self._done = True
                 return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+            payload = read(size)
+            if kind == _ERROR:
+                self._done = True
+                raise SourceError(payload.decode("utf-8", "replace"))
+            numbers = array.array("q")
+            numbers.frombytes(read(8 * nstarts * (2 if lines >= 0 else 1)))
+            starts = numbers[:nstarts].tolist()
+            yield payload, Found(starts, numbers[nstarts:].tolist(), lines) if lines >= 0 else Found(starts)
 
     def close(self) -> None:
-        """Stop the thread (it has ended unless feeding stopped early; then it may be blocked reading a pipe)."""
-        self._stop.set()
-        self._thread.join(timeout=0.5)
+        """Stop the child (it has ended unless feeding stopped early; then it may be blocked reading a pipe)."""
+        self._fp.close()
+        if not self._done:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self._pid, 0)
 
 
-def _feed_all(scanned: Iterable[tuple[bytes, list[int]]], p: Pipeline, tail: int, pick: Pick | None) -> None:
+def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w: int, parent: int) -> NoReturn:
+    """The forked child's whole life: search every block, send it on, exit without running the parent's exit code."""
+    code = 0
+    out = os.fdopen(w, "wb", buffering=1 << 16)
+    try:
+        _die_with(parent)
+        _close_pipe_writers(keep=w)
+        scanner = make_scanner()
+        waited = 1.0  # seconds the last block waited for the pipeline to take it
+        for body in bodies:
+            # Lines are counted on whichever side has time to spare: here when the pipeline is the slower side.
+            found = _found(body, scanner, count=waited > COUNT_SECONDS)
+            numbers = array.array("q", found.starts)
+            numbers.extend(found.before or ())
+            t, c = time.monotonic(), time.thread_time()
+            out.write(_HEAD.pack(_BLOCK, len(body), len(found.starts), found.lines))
+            out.write(body)
+            out.write(numbers.tobytes())
+            waited = time.monotonic() - t - (time.thread_time() - c)
+        out.write(_HEAD.pack(_END, 0, 0, 0))
+        out.flush()
+    except (BrokenPipeError, KeyboardInterrupt):
+        code = 1  # the reader has stopped, or the user has
+    except BaseException as e:  # noqa: BLE001 - said in the parent, which raises it
+        text = str(e) if isinstance(e, SourceError) else f"searching the log failed: {type(e).__name__}: {e}"
+        with contextlib.suppress(BaseException):
+            message = text.encode("utf-8", "replace")
+            out.write(_HEAD.pack(_ERROR, len(message), 0, 0))
+            out.write(message)
+            out.flush()
+        code = 1
+    os._exit(code)
+
+
+def _close_pipe_writers(keep: int) -> None:
+    """Close the child's copies of pipes' write ends: a reader of one (this log's writer among them, or
+    whoever reads our output) would otherwise wait for this child's exit to see its end."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            with contextlib.suppress(OSError):
+                if fd != keep and stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY:
+                    os.close(fd)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this child when its parent dies: it may be blocked reading a pipe nobody else reads."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
+def _feed_all(scanned: Iterable[tuple[bytes, Found]], p: Pipeline, tail: int, pick: Pick | None) -> None:
     """Feed the candidate lines of every block; the `tail` last lines and the very last line always."""
     ln = 0
     last: list[Any] = [b"", 0, True]  # the last line read, its number, and whether it was fed
@@ -382,12 +489,13 @@ def _feed_all(scanned: Iterable[tuple[bytes, list[int]]], p: Pipeline, tail: int
     item = next(it, None)
     while item is not None:
         following = next(it, None)  # the last block is known only when the next one is looked for
-        body, starts = item
+        body, found = item
+        extra: list[int] = []
         if following is None:
             dated = _last_dated(body)
-            if dated is not None and dated not in starts:
-                starts = sorted([*starts, dated])
-        ln = _feed_block(body, starts, ln, p, last, tail if following is None else 0, pick)
+            if dated is not None:
+                extra.append(dated)
+        ln = _feed_block(body, found, ln, p, last, tail if following is None else 0, pick, extra)
         item = following
     if not last[2]:
         # the log's last line dates its end (the last phase's duration), wanted or not
@@ -415,23 +523,29 @@ def _last_dated(body: bytes) -> int | None:
     return None
 
 
-def _feed_block(body: bytes, starts: list[int], ln: int, p: Pipeline, last: list, tail: int = 0,
-                pick: Pick | None = None) -> int:
-    """Feed the lines of `body` (whole lines) that start at `starts`; returns the line count after it."""
+def _feed_block(body: bytes, found: Found, ln: int, p: Pipeline, last: list, tail: int = 0,
+                pick: Pick | None = None, extra: Iterable[int] = ()) -> int:
+    """Feed the lines of `body` (whole lines) that the search found, and `extra` starts; the line count after it."""
     if len(body) > 1:
         start = body.rfind(b"\n", 0, len(body) - 1) + 1
         last[0], last[2] = body[start : len(body) - 1][:MAX_LINE_BYTES], False
+    found = _counted(body, found)
+    starts = found.starts
+    assert found.before is not None
+    known = dict(zip(starts, found.before, strict=True))  # line start -> lines before it in the block
+    more = set(extra)
     if tail or pick is not None:
-        found = set(starts)
         if pick is not None:
-            found.update(pick(body, ln, starts))
+            more.update(pick(body, ln, starts))
         pos = len(body) - 1
         for _ in range(tail):
             pos = body.rfind(b"\n", 0, pos)
-            found.add(pos + 1)
+            more.add(pos + 1)
             if pos < 0:
                 break
-        starts = sorted(found)
+    if more.difference(known):
+        starts = sorted(more.union(starts))
+    base = ln  # lines before the block
     framer = p.framer
     i, n, pos, end = 0, len(starts), 0, len(body)
     while pos < end:
@@ -439,11 +553,11 @@ def _feed_block(body: bytes, starts: list[int], ln: int, p: Pipeline, last: list
             while i < n and starts[i] < pos:
                 i += 1
             if i == n:
-                ln += body.count(b"\n", pos, end)
                 break
             s = starts[i]
             if s > pos:
-                ln += body.count(b"\n", pos, s)
+                before = known.get(s)
+                ln = base + before if before is not None else ln + body.count(b"\n", pos, s)
                 pos = s
         nl = body.find(b"\n", pos)
         ln += 1
@@ -452,6 +566,7 @@ def _feed_block(body: bytes, starts: list[int], ln: int, p: Pipeline, last: list
         pos = nl + 1
         if pos >= end:
             last[2] = True
+    ln = base + found.lines  # every line of the block is counted once, fed or not
     if len(body) > 1:
-        last[1] = ln  # the block's last line: every line of it is counted once, fed or not
+        last[1] = ln
     return ln
