@@ -150,50 +150,51 @@ SMALL_LOGS = {  # a ~200-line failure and a ~200-line healthy start: what an ope
 }
 
 
-def whole_process(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float, int]:
-    """Median wall and CPU seconds (user + system) and peak RSS (KiB) of a command, its output discarded."""
-    samples = [run_once(cmd, env) for _ in range(repeat)]
-    return (statistics.median(x.wall for x in samples), statistics.median(x.cpu for x in samples),
-            max(x.rss for x in samples))
-
-
 def startup_rows(repeat: int) -> list[str]:
-    """Whole-process time of the short commands: median wall and CPU seconds, as a markdown table.
+    """Whole-process time of the short commands, as a markdown table.
 
-    Run as `python -m logsense` (an installed `logsense` script starts the same way, without a
-    version manager's shim in front). CPU seconds are given beside wall seconds because they
-    say more on a shared machine. The rule-pack cache is warm except where the row says cold.
+    A start-up takes ~0.1-0.2 s, and on a shared machine one run of it can take half as long
+    again as the next, so each command is run `repeat` times, interleaved (one of each per round,
+    `python -c pass` first): what the load does to one round it does to all of them. Given per
+    command: the fastest wall time (the least disturbed run: the figure two runs of the table
+    are compared on), the median wall time, the median of each round's wall time above `python
+    -c pass`'s (logsense's own share), and CPU seconds (user + system, which move less with load
+    than wall time), fastest and median. Run as `python -m logsense` (an installed `logsense`
+    script starts the same way, without a version manager's shim in front); the rule-pack cache
+    is warm except in the last row, which is run 3 times.
     """
-    def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-        return whole_process(cmd, repeat, env)
-
     py = [sys.executable]
     ls = [*py, "-m", "logsense"]
-    subprocess.run([*ls, "analyze", str(SMALL_LOGS["small.log"])], capture_output=True)  # warms the rule cache
-    cases = [
-        ("python -c pass", [*py, "-c", "pass"], None),
-        ("python -c 'import typer, rich.console' (the CLI's libraries)", [*py, "-c", "import typer, rich.console"], None),
-        ("logsense --help", [*ls, "--help"], None),
-    ]
+    subprocess.run([*ls, "analyze", str(SMALL_LOGS["small.log"])], capture_output=True)  # warms the caches
+    cases: dict[str, list[str]] = {
+        "python -c pass": [*py, "-c", "pass"],
+        "python -S -c pass (no site-packages: the interpreter alone)": [*py, "-S", "-c", "pass"],
+        "python -c 'import typer, rich.console' (the CLI's libraries)": [*py, "-c", "import typer, rich.console"],
+        "logsense --help": [*ls, "--help"],
+    }
     for name, path in SMALL_LOGS.items():
         n_lines = path.read_bytes().count(b"\n")
-        cases += [
-            (f"logsense analyze {name} ({n_lines} lines)", [*ls, "analyze", str(path)], None),
-            (f"logsense analyze --format json {name}", [*ls, "analyze", "--format", "json", str(path)], None),
-            (f"logsense tail --until-ready {name} (a finished log: start to verdict)",
-             [*ls, "tail", "--until-ready", str(path)], None),
-            (f"logsense tail --no-follow {name}", [*ls, "tail", "--no-follow", str(path)], None),
-        ]
-    cases.append(("logsense analyze small.log, cold (LOGSENSE_NO_CACHE=1)",
-                  [*ls, "analyze", str(SMALL_LOGS["small.log"])], {"LOGSENSE_NO_CACHE": "1"}))
-    out = [f"start-up, median of {repeat} (load average {os.getloadavg()[0]:.1f} at the start; over python: "
-           "wall time above `python -c pass`'s, logsense's own share):", "",
-           "| start-up | wall s | over python s | CPU s | peak RSS MiB |", "|---|---|---|---|---|"]
-    bare = None
-    for label, cmd, env in cases:
-        wall, cpu, rss = run(cmd, env)
-        bare = wall if bare is None else bare  # the first case is python -c pass
-        out.append(f"| {label} | {wall:.3f} | {wall - bare:.3f} | {cpu:.3f} | {rss / 1024:.1f} |")
+        cases[f"logsense analyze {name} ({n_lines} lines)"] = [*ls, "analyze", str(path)]
+        cases[f"logsense analyze --format json {name}"] = [*ls, "analyze", "--format", "json", str(path)]
+        cases[f"logsense tail --until-ready {name} (a finished log: start to verdict)"] = [
+            *ls, "tail", "--until-ready", str(path)]
+        cases[f"logsense tail --no-follow {name}"] = [*ls, "tail", "--no-follow", str(path)]
+    load = os.getloadavg()[0]
+    samples = rounds(dict(cases), repeat)
+    cold = "logsense analyze small.log, cold (LOGSENSE_NO_CACHE=1)"
+    samples.update(rounds({cold: [*ls, "analyze", str(SMALL_LOGS["small.log"])]}, 3, {cold: {"LOGSENSE_NO_CACHE": "1"}}))
+    bare = samples["python -c pass"]
+    out = [f"start-up: {repeat} interleaved rounds (load average {load:.1f} at the start, "
+           f"{os.getloadavg()[0]:.1f} at the end); over python: the median of each round's wall time above "
+           "`python -c pass`'s", "",
+           "| start-up | fastest wall s | median wall s | over python s | fastest CPU s | median CPU s | peak RSS MiB |",
+           "|---|---|---|---|---|---|---|"]
+    for label, xs in samples.items():
+        over = (statistics.median(x.wall - b.wall for x, b in zip(xs, bare, strict=True)) if len(xs) == len(bare)
+                else statistics.median(x.wall for x in xs) - statistics.median(b.wall for b in bare))
+        out.append(f"| {label} | {min(x.wall for x in xs):.3f} | {statistics.median(x.wall for x in xs):.3f} | "
+                   f"{over:.3f} | {min(x.cpu for x in xs):.3f} | {statistics.median(x.cpu for x in xs):.3f} | "
+                   f"{max(x.rss for x in xs) / 1024:.1f} |")
     return out
 
 
@@ -304,7 +305,7 @@ def table(a: argparse.Namespace) -> list[str]:
     for n, size, label, secs, lps, mbs, r, rss, fastest, cpu in rows:
         lines.append(f"| {n:,} | {size:.0f} | {cell(label)} | {secs:.2f} | {lps:,.0f} | {mbs:.0f} | {r.median:.2f} | "
                      f"{rss:.1f} | {fastest:.2f} | {cpu:.2f} | {r.spread} | {r.fastest:.2f} | {r.cpu:.2f} |")
-    lines += ["", *startup_rows(a.repeat if a.quick else max(a.repeat, 10))]
+    lines += ["", *startup_rows(10 if a.quick else max(a.repeat, 20))]
     from mining import diff_rows
 
     lines += ["", *diff_rows(100_000 if a.quick else 200_000, a.repeat)]
@@ -328,7 +329,7 @@ def cell(text: str) -> str:
 
 KEYS = ("lines", "method", "command", "start-up")  # the columns that name a row
 COMPARED = ("x grep", "x grep (CPU)", "wall s", "CPU s", "lines/s (wall)", "lines/s (CPU)", "x analyze (wall)",
-            "x analyze (CPU)")  # the columns whose figures two runs must agree on
+            "x analyze (CPU)", "fastest wall s", "fastest CPU s")  # the columns whose figures two runs must agree on
 
 
 def figures(lines: list[str]) -> dict[str, float]:
