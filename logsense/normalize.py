@@ -41,7 +41,8 @@ _DOCKER = re_cache.compile(
     r"|\[pod/[\w.-]+/[\w.-]+\] "
 )
 _SGLANG = re_cache.compile(
-    r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?)"
+    r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?"
+    r"|\d\d:\d\d:\d\d(?= (?:DP|TP)))"  # sglang <= 0.3.x: "[10:00:07 TP0] " (the time alone, a rank always follows)
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)-?\d+)*)\] "  # sglang 0.3.x: "DP-1 TP0" when not data-parallel
     r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+\.py:\d+: )?"
 )
@@ -238,8 +239,10 @@ class Normalizer:
                 # a bare "[date time,ms]" is any Python logger's; SGLang's has no milliseconds or has ranks
                 server = "sglang" if rank or "," not in s["time"] else None
                 inner = s["time"].replace(",", ".")
-                # SGLang's own time has the year that journalctl's short one leaves out
-                time = inner if not time or (time.startswith(PLACEHOLDER_YEAR) and inner[4:5] == "-") else time
+                # SGLang's own time has the year that journalctl's short one leaves out; a time without its day
+                # (sglang <= 0.3.x) cannot be placed, so the line keeps the journal's time or none
+                if inner[2:3] != ":":
+                    time = inner if not time or (time.startswith(PLACEHOLDER_YEAR) and inner[4:5] == "-") else time
                 text = text[s.end() :]
         elif continuation_of is not None:
             rank = continuation_of.rank

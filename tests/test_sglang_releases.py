@@ -132,3 +132,14 @@ def test_the_release_is_read_from_check_env(rules):
     report = run(["Python: 3.10.12 (main, Nov 20 2023, 15:14:05) [GCC 11.4.0]", "sglang: 0.4.6.post1",
                   "[2025-05-01 10:00:08 TP0] Load weight begin. avail mem=23.34 GB"], rules)
     assert report.facts.get("sglang_version") == "0.4.6.post1"
+
+
+def test_sglang_0_3_0_prefix_without_a_day_is_read(rules):
+    """0.3.0 and older print "[10:00:07 TP0] " (datefmt %H:%M:%S): the prefix is read, no day is made up."""
+    lines = ["[10:00:07 TP0] Init nccl begin.", "[10:00:21 TP0] Exception in ModelTpServer:",
+             "Traceback (most recent call last):",
+             '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/managers/tp_worker.py", line 228, in exposed_step',
+             "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    report = run(lines, rules)
+    assert report.root is not None and report.root.cause == "cuda_illegal_memory_access"
+    assert any(d.rule == "scheduler-hit-exception" for d in report.diagnoses)  # its '^Exception in' anchor holds
