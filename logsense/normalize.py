@@ -42,8 +42,8 @@ _DOCKER = re_cache.compile(
 )
 _SGLANG = re_cache.compile(
     r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?"
-    r"|\d\d:\d\d:\d\d(?= (?:DP|TP)))"  # sglang <= 0.3.x: "[10:00:07 TP0] " (the time alone, a rank always follows)
-    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)-?\d+)*)\] "  # sglang 0.3.x: "DP-1 TP0" when not data-parallel
+    r"|\d\d:\d\d:\d\d(?= (?:DP|TP)))"  # sglang <= 0.3.4: "[10:00:07 TP0] " (the time alone, a rank always follows)
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)-?\d+)*)\] "  # sglang 0.3.6: "DP-1 TP0" when not data-parallel
     r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+\.py:\d+: )?"
 )
 # vLLM: its process prefix "(EngineCore_DP0 pid=123) ", "(Worker_TP1 pid=9) ", "(VllmWorker rank=1 pid=9) ",
@@ -240,7 +240,7 @@ class Normalizer:
                 server = "sglang" if rank or "," not in s["time"] else None
                 inner = s["time"].replace(",", ".")
                 # SGLang's own time has the year that journalctl's short one leaves out; a time without its day
-                # (sglang <= 0.3.x) cannot be placed, so the line keeps the journal's time or none
+                # (sglang <= 0.3.4) cannot be placed, so the line keeps the journal's time or none
                 if inner[2:3] != ":":
                     time = inner if not time or (time.startswith(PLACEHOLDER_YEAR) and inner[4:5] == "-") else time
                 text = text[s.end() :]

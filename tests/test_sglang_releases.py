@@ -119,7 +119,7 @@ def test_a_warmup_fix_names_no_flag_the_logs_release_lacks(rules):
 
 
 def test_sglang_0_3_rank_prefix_is_read(rules):
-    """0.3.x logs "DP-1 TP0" when there is no data parallelism (DP_RANK unset reads as -1)."""
+    """0.3.6 logs "DP-1 TP0" when there is no data parallelism (DP_RANK unset reads as -1)."""
     lines = ["[2024-11-21 10:00:07 DP-1 TP0] Init torch distributed begin.",
              "[2024-11-21 10:00:08 DP-1 TP0] Load weight begin. avail mem=23.34 GB",
              "[2024-11-21 10:00:15 DP-1 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=8.25 GB"]
@@ -135,7 +135,7 @@ def test_the_release_is_read_from_check_env(rules):
 
 
 def test_sglang_0_3_0_prefix_without_a_day_is_read(rules):
-    """0.3.0 and older print "[10:00:07 TP0] " (datefmt %H:%M:%S): the prefix is read, no day is made up."""
+    """0.3.4 and older print "[10:00:07 TP0] " (datefmt %H:%M:%S): the prefix is read, no day is made up."""
     lines = ["[10:00:07 TP0] Init nccl begin.", "[10:00:21 TP0] Exception in ModelTpServer:",
              "Traceback (most recent call last):",
              '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/managers/tp_worker.py", line 228, in exposed_step',
