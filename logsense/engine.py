@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from logsense import fixes as fixes_mod
 from logsense.framing import exception_lines, frame_lines
@@ -286,8 +286,8 @@ class Ranker:
                 rival = roots[1]
                 if self._priority(rival.rule) == self._priority(top.rule):
                     # two causes of equal standing: say so in how sure we are
-                    top = replace(top, confidence=round(top.confidence * 0.8, 3))
-            roots[0] = replace(top, explains=explains)
+                    top = top.replace(confidence=round(top.confidence * 0.8, 3))
+            roots[0] = top.replace(explains=explains)
             return roots + symptoms
         if not self.fatal:
             return symptoms

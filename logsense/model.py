@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from operator import attrgetter
+from typing import Any, ClassVar, TypeVar
 
 from logsense.logtime import seconds_between
 
@@ -67,31 +67,102 @@ class UpdateKind(StrEnum):
     PROGRESS = "progress"
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class FrozenError(AttributeError):
+    """An attempt to change a field of a value type: they are immutable, as frozen dataclasses are."""
+
+
+_set = object.__setattr__  # how a value type's __init__ fills its slots (its own __setattr__ refuses)
+V = TypeVar("V", bound="Value")
+
+
+class Value:
+    """Base of the value types below: slotted and immutable, compared, hashed, shown and pickled by their
+    fields in order, as a frozen slotted dataclass is. Written out rather than made by the dataclass
+    decorator, which `exec`s ~6 methods a class at every start: most of the cost of importing this module."""
+
+    __slots__ = ()
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _values: ClassVar[Any] = None  # the fields' values as a tuple (an attrgetter)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._fields = tuple(cls.__slots__)
+        cls._values = staticmethod(attrgetter(*cls._fields))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return bool(self._values(self) == self._values(other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._fields)})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), self._values(self))
+
+    def replace(self: V, **changes: Any) -> V:
+        """A copy with the given fields changed (what dataclasses.replace does for a dataclass)."""
+        values = dict(zip(self._fields, self._values(self), strict=True))
+        values.update(changes)
+        return type(self)(**values)
+
+
+class Record(Value):
     """One log line as read: its raw text, its message without prefixes, and what the source knew."""
 
+    __slots__ = ("line", "raw", "message", "time", "host", "ident", "pid", "rank", "unit", "prefixed", "cursor",
+                 "server")
     line: int
     raw: str
     message: str
-    time: str | None = None
-    host: str | None = None
-    ident: str | None = None
-    pid: str | None = None
-    rank: str | None = None
-    unit: str | None = None
-    prefixed: bool = False  # the line began a new record of the server's own logger ("[time ranks]" ...)
-    cursor: str | None = None
-    server: str | None = None  # the server whose own log prefix the line carried: "sglang" | "vllm"
+    time: str | None
+    host: str | None
+    ident: str | None
+    pid: str | None
+    rank: str | None
+    unit: str | None
+    prefixed: bool  # the line began a new record of the server's own logger ("[time ranks]" ...)
+    cursor: str | None
+    server: str | None  # the server whose own log prefix the line carried: "sglang" | "vllm"
+
+    def __init__(self, line: int, raw: str, message: str, time: str | None = None, host: str | None = None,
+                 ident: str | None = None, pid: str | None = None, rank: str | None = None, unit: str | None = None,
+                 prefixed: bool = False, cursor: str | None = None, server: str | None = None) -> None:
+        _set(self, "line", line)
+        _set(self, "raw", raw)
+        _set(self, "message", message)
+        _set(self, "time", time)
+        _set(self, "host", host)
+        _set(self, "ident", ident)
+        _set(self, "pid", pid)
+        _set(self, "rank", rank)
+        _set(self, "unit", unit)
+        _set(self, "prefixed", prefixed)
+        _set(self, "cursor", cursor)
+        _set(self, "server", server)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(Value):
     """A unit of meaning: one line, or a whole traceback / compiler error, from one stream."""
 
+    __slots__ = ("kind", "records", "phase")
     kind: EventKind
     records: tuple[Record, ...]
-    phase: str = "import"
+    phase: str
+
+    def __init__(self, kind: EventKind, records: tuple[Record, ...], phase: str = "import") -> None:
+        _set(self, "kind", kind)
+        _set(self, "records", records)
+        _set(self, "phase", phase)
 
     @property
     def first_line(self) -> int:
@@ -110,32 +181,55 @@ class Event:
         return self.records[0].pid
 
 
-@dataclass
 class RuleProblem:
     """A rule (or phase marker) that misbehaved in a run, e.g. a pattern that timed out and was disabled."""
 
-    rule: str
-    line: int
-    reason: str
+    __hash__ = None  # type: ignore[assignment]  # mutable and compared by value, so unhashable
+
+    def __init__(self, rule: str, line: int, reason: str) -> None:
+        self.rule = rule
+        self.line = line
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RuleProblem) and other.__class__ is self.__class__:
+            return (self.rule, self.line, self.reason) == (other.rule, other.line, other.reason)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"RuleProblem(rule={self.rule!r}, line={self.line!r}, reason={self.reason!r})"
 
 
-@dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(Value):
+    """A line that shows a diagnosis: its number and text."""
+
+    __slots__ = ("line", "text")
     line: int
     text: str
 
+    def __init__(self, line: int, text: str) -> None:
+        _set(self, "line", line)
+        _set(self, "text", text)
 
-@dataclass(frozen=True, slots=True)
-class Fix:
+
+class Fix(Value):
+    """One suggested fix: a flag, a package, a command, an environment variable or a config change."""
+
+    __slots__ = ("kind", "value", "note")
     kind: FixKind
     value: str
-    note: str | None = None
+    note: str | None
+
+    def __init__(self, kind: FixKind, value: str, note: str | None = None) -> None:
+        _set(self, "kind", kind)
+        _set(self, "value", value)
+        _set(self, "note", note)
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(Value):
     """A rule that fired on an event, with what it captured."""
 
+    __slots__ = ("rule_id", "cause", "role", "priority", "confidence", "event", "evidence", "captures")
     rule_id: str
     cause: str
     role: Role
@@ -143,11 +237,25 @@ class Match:
     confidence: float
     event: Event
     evidence: tuple[Evidence, ...]
-    captures: dict[str, str] = field(default_factory=dict)
+    captures: dict[str, str]
+
+    def __init__(self, rule_id: str, cause: str, role: Role, priority: int, confidence: float, event: Event,
+                 evidence: tuple[Evidence, ...], captures: dict[str, str] | None = None) -> None:
+        _set(self, "rule_id", rule_id)
+        _set(self, "cause", cause)
+        _set(self, "role", role)
+        _set(self, "priority", priority)
+        _set(self, "confidence", confidence)
+        _set(self, "event", event)
+        _set(self, "evidence", evidence)
+        _set(self, "captures", {} if captures is None else captures)
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
+class Diagnosis(Value):
+    """A failure's cause (or "unknown"), how sure, the lines that show it and the fixes."""
+
+    __slots__ = ("cause", "rule", "root", "origin", "confidence", "title", "explanation", "phase", "evidence",
+                 "fixes", "ranks", "occurrences", "explains", "nearest", "kind")
     cause: str
     rule: str | None
     root: bool
@@ -158,11 +266,31 @@ class Diagnosis:
     phase: str | None
     evidence: tuple[Evidence, ...]
     fixes: tuple[Fix, ...]
-    ranks: tuple[str, ...] = ()
-    occurrences: int = 1
-    explains: tuple[str, ...] = ()  # symptom rule ids this root cause accounts for
-    nearest: str | None = None  # classifier: the closest corpus incident
-    kind: str | None = None  # cause unknown: the kind of failure its fatal signal shows (exception, killed, ...)
+    ranks: tuple[str, ...]
+    occurrences: int
+    explains: tuple[str, ...]  # symptom rule ids this root cause accounts for
+    nearest: str | None  # classifier: the closest corpus incident
+    kind: str | None  # cause unknown: the kind of failure its fatal signal shows (exception, killed, ...)
+
+    def __init__(self, cause: str, rule: str | None, root: bool, origin: Origin, confidence: float, title: str,
+                 explanation: str, phase: str | None, evidence: tuple[Evidence, ...], fixes: tuple[Fix, ...],
+                 ranks: tuple[str, ...] = (), occurrences: int = 1, explains: tuple[str, ...] = (),
+                 nearest: str | None = None, kind: str | None = None) -> None:
+        _set(self, "cause", cause)
+        _set(self, "rule", rule)
+        _set(self, "root", root)
+        _set(self, "origin", origin)
+        _set(self, "confidence", confidence)
+        _set(self, "title", title)
+        _set(self, "explanation", explanation)
+        _set(self, "phase", phase)
+        _set(self, "evidence", evidence)
+        _set(self, "fixes", fixes)
+        _set(self, "ranks", ranks)
+        _set(self, "occurrences", occurrences)
+        _set(self, "explains", explains)
+        _set(self, "nearest", nearest)
+        _set(self, "kind", kind)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -190,13 +318,22 @@ class Diagnosis:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Phase:
+class Phase(Value):
+    """A phase of a startup: where it began (time, line) and where it ended."""
+
+    __slots__ = ("name", "start", "end", "start_line", "ready")
     name: str
     start: str | None
     end: str | None
     start_line: int
-    ready: bool = False  # the phase file marks it `ready: true`: the server serves from here on
+    ready: bool  # the phase file marks it `ready: true`: the server serves from here on
+
+    def __init__(self, name: str, start: str | None, end: str | None, start_line: int, ready: bool = False) -> None:
+        _set(self, "name", name)
+        _set(self, "start", start)
+        _set(self, "end", end)
+        _set(self, "start_line", start_line)
+        _set(self, "ready", ready)
 
     @property
     def seconds(self) -> float | None:
@@ -212,20 +349,31 @@ class Phase:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
+class Update(Value):
     """What feeding one record changed, for live consumers (tail)."""
 
+    __slots__ = ("kind", "phase", "diagnosis", "progress", "line", "time")
     kind: UpdateKind
-    phase: str | None = None
-    diagnosis: Diagnosis | None = None
-    progress: tuple[int, int] | None = None
-    line: int | None = None
-    time: str | None = None
+    phase: str | None
+    diagnosis: Diagnosis | None
+    progress: tuple[int, int] | None
+    line: int | None
+    time: str | None
+
+    def __init__(self, kind: UpdateKind, phase: str | None = None, diagnosis: Diagnosis | None = None,
+                 progress: tuple[int, int] | None = None, line: int | None = None, time: str | None = None) -> None:
+        _set(self, "kind", kind)
+        _set(self, "phase", phase)
+        _set(self, "diagnosis", diagnosis)
+        _set(self, "progress", progress)
+        _set(self, "line", line)
+        _set(self, "time", time)
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
+class Report(Value):
+    """What an analysis concludes: the verdict, the phases, the diagnoses and the facts."""
+
+    __slots__ = ("source", "status", "phase", "phases", "diagnoses", "facts", "lines")
     source: str
     status: Status
     phase: str | None
@@ -233,6 +381,16 @@ class Report:
     diagnoses: tuple[Diagnosis, ...]
     facts: dict[str, Any]
     lines: int
+
+    def __init__(self, source: str, status: Status, phase: str | None, phases: tuple[Phase, ...],
+                 diagnoses: tuple[Diagnosis, ...], facts: dict[str, Any], lines: int) -> None:
+        _set(self, "source", source)
+        _set(self, "status", status)
+        _set(self, "phase", phase)
+        _set(self, "phases", phases)
+        _set(self, "diagnoses", diagnoses)
+        _set(self, "facts", facts)
+        _set(self, "lines", lines)
 
     @property
     def root(self) -> Diagnosis | None:

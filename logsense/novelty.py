@@ -156,10 +156,10 @@ def novelty_diagnoses(diagnoses: list[Diagnosis], novel: list[TemplateLine], n_b
         d = diagnoses[0]
         if not novel:
             note = f" Every line of this log also occurs in {where}."
-            return [replace(d, explanation=d.explanation + note)] + list(diagnoses[1:])
+            return [d.replace(explanation=d.explanation + note)] + list(diagnoses[1:])
         text = (f"No rule recognises why the startup failed. {n_lines} lines never seen in {where}: "
                 f"{len(novel)} templates, {n_err} of the lines error-like. The first are below, errors first.")
-        return [replace(d, explanation=text, evidence=evidence)] + list(diagnoses[1:])
+        return [d.replace(explanation=text, evidence=evidence)] + list(diagnoses[1:])
     if diagnoses or ready or not novel:
         return diagnoses
     # nothing failed (yet): the novel lines are a note, not a diagnosis of failure

@@ -10,7 +10,6 @@ guess as a "maybe" when it is not sure enough. It never decides whether a startu
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,7 +68,7 @@ class Classifier(DocReader):
                     f"{nearest[0]}.")
         else:
             note = " The learned classifier has no likely guess either."
-        return [replace(root, explanation=root.explanation + note, nearest=nearest[0] if nearest else None)] + symptoms
+        return [root.replace(explanation=root.explanation + note, nearest=nearest[0] if nearest else None)] + symptoms
 
     def _diagnosis(self, cause: str, p: float, p_raw: float, doc: Doc, pred: Prediction, phase: str,
                    explains: tuple[str, ...]) -> Diagnosis:
