@@ -130,3 +130,28 @@ def test_analyze_json_imports_no_typer_rich_or_parser():
     subprocess.run(run, capture_output=True, check=False)  # the rule packs' cache
     out = subprocess.run(run, capture_output=True, text=True, check=False).stdout.splitlines()[-1]
     assert out == "1 []"
+
+
+def test_the_value_types_behave_as_frozen_dataclasses():
+    """model's value types are written out, not generated: equal, hashed, shown, copied and pickled by their fields."""
+    import pickle
+
+    import pytest
+
+    from logsense.model import Diagnosis, Evidence, FrozenError, Match, Origin, Record, Role, RuleProblem
+
+    r = Record(3, "raw", "msg", rank="TP0")
+    assert r == Record(3, "raw", "msg", rank="TP0") and hash(r) == hash(Record(3, "raw", "msg", rank="TP0"))
+    assert r != Record(4, "raw", "msg", rank="TP0") and r != (3, "raw", "msg")
+    assert repr(Evidence(1, "x")) == "Evidence(line=1, text='x')"
+    assert pickle.loads(pickle.dumps(r)) == r
+    with pytest.raises(FrozenError):
+        r.line = 5  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del r.raw  # type: ignore[misc]
+    d = Diagnosis("c", "rule", True, Origin.RULE, 0.5, "t", "e", None, (Evidence(1, "x"),), ())
+    changed = d.replace(confidence=0.9, explains=("s",))
+    assert (changed.confidence, changed.explains, changed.title, d.confidence) == (0.9, ("s",), "t", 0.5)
+    m = Match("r", "c", Role.ROOT, 1, 0.5, None, ())  # type: ignore[arg-type]
+    assert m.captures == {} and m.captures is not Match("r", "c", Role.ROOT, 1, 0.5, None, ()).captures  # type: ignore[arg-type]
+    assert RuleProblem("r", 1, "x") == RuleProblem("r", 1, "x") and RuleProblem.__hash__ is None
