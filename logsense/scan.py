@@ -16,12 +16,13 @@ from __future__ import annotations
 import array
 import contextlib
 import fcntl
+import mmap
 import os
+import select
 import signal
 import stat
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import Any, BinaryIO, NamedTuple, NoReturn
@@ -258,10 +259,10 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
     ahead: _Forked | None = None
     if len(first) < 2:  # the whole log is in one block
         scanner = _backend(cs, ci, sum(map(len, first)))
-        scanned: Iterable[tuple[bytes, Found]] = ((b, _found(b, scanner)) for b in first)
+        scanned: Iterable[tuple[bytes, Found, bool]] = ((b, _found(b, scanner), True) for b in first)
     elif not parallel and (parallel is False or not _may_fork()):
         scanner = _backend(cs, ci)
-        scanned = ((b, _found(b, scanner)) for b in _chain(first, bodies))
+        scanned = ((b, _found(b, scanner), final) for b, final in _with_last(_chain(first, bodies)))
     else:
         ahead = _Forked(_chain(first, bodies), lambda: _backend(cs, ci))
         scanned = ahead
@@ -368,11 +369,10 @@ def _counted(body: bytes, found: Found) -> Found:
     return Found(found.starts, before, n + count(b"\n", prev))
 
 
-_BLOCK, _ERROR, _END = b"B", b"E", b"Z"
-_HEAD = struct.Struct("<cQQq")  # kind, body bytes (or message bytes), starts, lines (-1: not counted)
+_SEARCHED, _UNSEARCHED, _ERROR, _END = b"B", b"U", b"E", b"Z"
+_HEAD = struct.Struct("<c?QQq")  # kind, last block?, body bytes (or message bytes), starts, lines (-1: not counted)
 F_SETPIPE_SZ = 1031
 PIPE_BYTES = 1 << 20  # a 4 MiB block then goes through in four writes, not sixty-four
-COUNT_SECONDS = 0.004  # about what counting a block's lines costs
 
 
 class _Forked:
@@ -381,52 +381,79 @@ class _Forked:
     A child, not a thread: the search and the pipeline then never wait on each other for the GIL,
     and each has a core. The child reads the input as the parent would have (any stream: a file,
     a pipe, a decompressor) and sends each block with what the search found; the pipe's bounded
-    buffer keeps memory flat whatever the input's size.
+    buffer keeps memory flat whatever the input's size. Work goes to whichever side has time: a
+    block the pipeline is already waiting for is sent unsearched (the pipeline searches it), and
+    a block's lines are counted by the child only while the pipeline is busy.
     """
 
     def __init__(self, bodies: Iterator[bytes], make_scanner: Callable[[], object]) -> None:
         r, w = os.pipe()
         with contextlib.suppress(OSError):
             fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_BYTES)
+        self._idle = mmap.mmap(-1, 1)  # shared: 1 while the pipeline waits for a block
         parent = os.getpid()
         self._pid = os.fork()
         if self._pid == 0:  # the child: never returns
             os.close(r)
-            _search_child(bodies, make_scanner, w, parent)
+            _search_child(bodies, make_scanner, w, parent, self._idle)
         os.close(w)
-        self._fp = os.fdopen(r, "rb", buffering=1 << 16)
+        self._fd = r
+        self._make_scanner = make_scanner
+        self._scanner: object | None = None
         self._done = False
 
-    def __iter__(self) -> Iterator[tuple[bytes, Found]]:
-        read = self._fp.read
+    def __iter__(self) -> Iterator[tuple[bytes, Found, bool]]:
         while True:
-            head = read(_HEAD.size)
-            if len(head) < _HEAD.size:
-                raise SourceError("the block search stopped without a word (killed?); the log was not read to its end")
-            kind, size, nstarts, lines = _HEAD.unpack(head)
+            if not select.select([self._fd], [], [], 0)[0]:
+                self._idle[0] = 1
+            head = self._read(_HEAD.size)
+            self._idle[0] = 0
+            kind, last, size, nstarts, lines = _HEAD.unpack(head)
             if kind == _END:
                 self._done = True
                 return
-            payload = read(size)
+            payload = self._read(size)
             if kind == _ERROR:
                 self._done = True
                 raise SourceError(payload.decode("utf-8", "replace"))
+            if kind == _UNSEARCHED:
+                if self._scanner is None:
+                    self._scanner = self._make_scanner()
+                yield payload, _found(payload, self._scanner), last
+                continue
             numbers = array.array("q")
-            numbers.frombytes(read(8 * nstarts * (2 if lines >= 0 else 1)))
+            numbers.frombytes(self._read(8 * nstarts * (2 if lines >= 0 else 1)))
             starts = numbers[:nstarts].tolist()
-            yield payload, Found(starts, numbers[nstarts:].tolist(), lines) if lines >= 0 else Found(starts)
+            yield payload, Found(starts, numbers[nstarts:].tolist(), lines) if lines >= 0 else Found(starts), last
+
+    def _read(self, n: int) -> bytes:
+        chunks = []
+        while n > 0:
+            chunk = os.read(self._fd, min(n, PIPE_BYTES))
+            if not chunk:
+                raise SourceError("the block search stopped without a word (killed?); the log was not read to its end")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def close(self) -> None:
         """Stop the child (it has ended unless feeding stopped early; then it may be blocked reading a pipe)."""
-        self._fp.close()
+        os.close(self._fd)
         if not self._done:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self._pid, 0)
+        self._idle.close()
 
 
-def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w: int, parent: int) -> NoReturn:
+def _parent_idle(idle: mmap.mmap) -> bool:
+    """Whether the pipeline is waiting for the next block."""
+    return idle[0] == 1
+
+
+def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w: int, parent: int,
+                  idle: mmap.mmap) -> NoReturn:
     """The forked child's whole life: search every block, send it on, exit without running the parent's exit code."""
     code = 0
     out = os.fdopen(w, "wb", buffering=1 << 16)
@@ -434,18 +461,20 @@ def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w
         _die_with(parent)
         _close_pipe_writers(keep=w)
         scanner = make_scanner()
-        waited = 1.0  # seconds the last block waited for the pipeline to take it
-        for body in bodies:
-            # Lines are counted on whichever side has time to spare: here when the pipeline is the slower side.
-            found = _found(body, scanner, count=waited > COUNT_SECONDS)
+        for body, last in _with_last(bodies):
+            if _parent_idle(idle):
+                out.write(_HEAD.pack(_UNSEARCHED, last, len(body), 0, -1))
+                out.write(body)
+                continue
+            found = _found(body, scanner, count=False)
+            if not _parent_idle(idle):
+                found = _counted(body, found)
             numbers = array.array("q", found.starts)
             numbers.extend(found.before or ())
-            t, c = time.monotonic(), time.thread_time()
-            out.write(_HEAD.pack(_BLOCK, len(body), len(found.starts), found.lines))
+            out.write(_HEAD.pack(_SEARCHED, last, len(body), len(found.starts), found.lines))
             out.write(body)
             out.write(numbers.tobytes())
-            waited = time.monotonic() - t - (time.thread_time() - c)
-        out.write(_HEAD.pack(_END, 0, 0, 0))
+        out.write(_HEAD.pack(_END, True, 0, 0, 0))
         out.flush()
     except (BrokenPipeError, KeyboardInterrupt):
         code = 1  # the reader has stopped, or the user has
@@ -453,11 +482,21 @@ def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w
         text = str(e) if isinstance(e, SourceError) else f"searching the log failed: {type(e).__name__}: {e}"
         with contextlib.suppress(BaseException):
             message = text.encode("utf-8", "replace")
-            out.write(_HEAD.pack(_ERROR, len(message), 0, 0))
+            out.write(_HEAD.pack(_ERROR, True, len(message), 0, 0))
             out.write(message)
             out.flush()
         code = 1
     os._exit(code)
+
+
+def _with_last(items: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """Each item and whether it is the last."""
+    it = iter(items)
+    item = next(it, None)
+    while item is not None:
+        following = next(it, None)
+        yield item, following is None
+        item = following
 
 
 def _close_pipe_writers(keep: int) -> None:
@@ -481,22 +520,17 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _feed_all(scanned: Iterable[tuple[bytes, Found]], p: Pipeline, tail: int, pick: Pick | None) -> None:
+def _feed_all(scanned: Iterable[tuple[bytes, Found, bool]], p: Pipeline, tail: int, pick: Pick | None) -> None:
     """Feed the candidate lines of every block; the `tail` last lines and the very last line always."""
     ln = 0
     last: list[Any] = [b"", 0, True]  # the last line read, its number, and whether it was fed
-    it = iter(scanned)
-    item = next(it, None)
-    while item is not None:
-        following = next(it, None)  # the last block is known only when the next one is looked for
-        body, found = item
+    for body, found, final in scanned:
         extra: list[int] = []
-        if following is None:
+        if final:
             dated = _last_dated(body)
             if dated is not None:
                 extra.append(dated)
-        ln = _feed_block(body, found, ln, p, last, tail if following is None else 0, pick, extra)
-        item = following
+        ln = _feed_block(body, found, ln, p, last, tail if final else 0, pick, extra)
     if not last[2]:
         # the log's last line dates its end (the last phase's duration), wanted or not
         p.feed_line(last[1], last[0].decode("utf-8", "replace"))

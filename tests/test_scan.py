@@ -4,6 +4,7 @@ child, with every search backend, from a file or a pipe."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import threading
@@ -57,8 +58,8 @@ def _logs():
 
 @pytest.mark.parametrize("path", _logs())
 def test_scan_equals_full_feed(rules, monkeypatch, path):
-    """Serial, and searched in a child over small blocks (the search backend and the side that counts
-    lines taking turns by log)."""
+    """Serial, and searched in a child over small blocks (the search backend, and which side searches
+    and counts each block, taking turns by log)."""
     if path is None:
         pytest.skip("no corpus yet")
     data = path.read_bytes()
@@ -67,8 +68,9 @@ def test_scan_equals_full_feed(rules, monkeypatch, path):
     backend = BACKENDS[sum(data[:4096]) % len(BACKENDS)]
     monkeypatch.setenv("LOGSENSE_SCAN_BACKEND", backend)
     monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
-    # the lines counted by the searching child, or by the pipeline's side (the child leaves it when it is the slower)
-    monkeypatch.setattr(scan_module, "COUNT_SECONDS", (-1.0, float("inf"))[len(data) % 2])
+    # which side searches and counts: the child, the pipeline (waiting for every block), or by turns
+    turns = ([False], [True], [True, False, False, True])[len(data) % 3]
+    monkeypatch.setattr(scan_module, "_parent_idle", lambda _idle, it=itertools.cycle(turns): next(it))
     assert _analyze(rules, io.BufferedReader(io.BytesIO(data)), True) == every
 
 
