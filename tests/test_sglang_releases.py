@@ -65,8 +65,8 @@ RuntimeError: Can't get gguf config for qwen2vl.
 
 
 @pytest.mark.parametrize(("log", "rule", "has", "lacks"), [
-    # the [all] extra of these releases installs the vllm they import; not "pip install sglang", not --model-impl
-    (SGLANG_036_NO_VLLM, "sglang-vllm-dependency-missing", 'pip install "sglang[all]==', "--model-impl"),
+    # the vllm these releases were built with, kept as vllm (not "pip install sglang"); no --model-impl then
+    (SGLANG_036_NO_VLLM, "sglang-vllm-dependency-missing", "pip install vllm==0.6.3.post1", "--model-impl"),
     # the version the message names, kept as vllm (not rewritten into SGLang's package)
     (SGLANG_046_AWQ_NO_VLLM, "quantization-needs-vllm-ops", "pip install vllm==0.7.2", "pip install sglang"),
     # 0.3.x had no --model-impl
