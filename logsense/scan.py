@@ -240,8 +240,8 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
 
     `tail`: the last lines of the log are fed whatever they hold (a reader of "how it ended").
     `pick(block, lines_before, starts)`: the offsets of more lines of a block of whole lines to feed.
-    `parallel`: search in a forked child ahead of the pipeline (None: when `_may_fork` and the log
-    is more than two blocks long; a small log pays nothing for it).
+    `parallel`: search in a forked child ahead of the pipeline where there is fork (None: when
+    `_may_fork` and the log is more than two blocks long; a small log pays nothing for it).
     """
     lits = scan_literals(p)
     try:
@@ -260,7 +260,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
     if len(first) < 2:  # the whole log is in one block
         scanner = _backend(cs, ci, sum(map(len, first)))
         scanned: Iterable[tuple[bytes, Found, bool]] = ((b, _found(b, scanner), True) for b in first)
-    elif not parallel and (parallel is False or not _may_fork()):
+    elif parallel is False or not hasattr(os, "fork") or (parallel is None and not _may_fork()):
         scanner = _backend(cs, ci)
         scanned = ((b, _found(b, scanner), final) for b, final in _with_last(_chain(first, bodies)))
     else:
@@ -274,9 +274,9 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
 
 
 def _may_fork() -> bool:
-    """Two cores, fork, and one thread: a fork copies no other thread, and a lock one of them held would stay
+    """Two cores and one thread: a fork copies no other thread, and a lock one of them held would stay
     locked in the child (a process with threads, a Dask worker say, searches its blocks itself)."""
-    if not hasattr(os, "fork") or threading.active_count() > 1:
+    if threading.active_count() > 1:
         return False
     try:
         return len(os.sched_getaffinity(0)) >= 2
