@@ -218,3 +218,21 @@ def test_commands_name_the_detected_servers_package():
     assert in_server_terms("env", "VLLM_ATTENTION_BACKEND=XFORMERS", "sglang") is None
     assert in_server_terms("command", "pip install -U sglang", None) == "pip install -U sglang"
     assert in_server_terms("package", "apt install python3.12-dev", "vllm") == "apt install python3.12-dev"
+
+
+@pytest.mark.parametrize(
+    ("path", "area"),
+    [
+        ("vllm/config.py", "engine_args"),  # one file up to vLLM 0.9
+        ("vllm/engine/llm_engine.py", "engine_core"),  # the V0 engine
+        ("vllm/worker/worker.py", "worker"),
+        ("vllm/executor/ray_utils.py", "worker"),
+        ("vllm/attention/selector.py", "attention_backend"),
+        ("vllm/utils.py", "utils"),
+        ("vllm/engine/arg_utils.py", "engine_args"),
+    ],
+)
+def test_coverage_reads_older_vllm_layouts(path: str, area: str):
+    from logsense.coverage.config import load_config
+
+    assert load_config("vllm").area(path) == area
