@@ -240,8 +240,8 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
 
     `tail`: the last lines of the log are fed whatever they hold (a reader of "how it ended").
     `pick(block, lines_before, starts)`: the offsets of more lines of a block of whole lines to feed.
-    `parallel`: search in a forked child ahead of the pipeline where there is fork (None: when
-    `_may_fork` and the log is more than two blocks long; a small log pays nothing for it).
+    `parallel`: search in a forked child ahead of the pipeline (None: when `_may_fork` and the log
+    is more than two blocks long; a small log pays nothing for it).
     """
     lits = scan_literals(p)
     try:
@@ -257,15 +257,19 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
     bodies = _bodies(fp, name)
     first = [b for b in (next(bodies, None), next(bodies, None)) if b is not None]
     ahead: _Forked | None = None
+    scanned: Iterable[tuple[bytes, Found, bool]]
     if len(first) < 2:  # the whole log is in one block
         scanner = _backend(cs, ci, sum(map(len, first)))
-        scanned: Iterable[tuple[bytes, Found, bool]] = ((b, _found(b, scanner), True) for b in first)
-    elif parallel is False or not hasattr(os, "fork") or (parallel is None and not _may_fork()):
-        scanner = _backend(cs, ci)
-        scanned = ((b, _found(b, scanner), final) for b, final in _with_last(_chain(first, bodies)))
+        scanned = ((b, _found(b, scanner), True) for b in first)
     else:
-        ahead = _Forked(_chain(first, bodies), lambda: _backend(cs, ci))
-        scanned = ahead
+        if hasattr(os, "fork") and (parallel or (parallel is None and _may_fork())):
+            with contextlib.suppress(OSError):  # no process to spare (a limit on processes, memory): search here
+                ahead = _Forked(_chain(first, bodies), lambda: _backend(cs, ci))
+        if ahead is None:
+            scanner = _backend(cs, ci)
+            scanned = ((b, _found(b, scanner), final) for b, final in _with_last(_chain(first, bodies)))
+        else:
+            scanned = ahead
     try:
         _feed_all(scanned, p, tail, pick)
     finally:
@@ -274,9 +278,9 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
 
 
 def _may_fork() -> bool:
-    """Two cores and one thread: a fork copies no other thread, and a lock one of them held would stay
+    """fork, two cores and one thread: a fork copies no other thread, and a lock one of them held would stay
     locked in the child (a process with threads, a Dask worker say, searches its blocks itself)."""
-    if threading.active_count() > 1:
+    if not hasattr(os, "fork") or threading.active_count() > 1:
         return False
     try:
         return len(os.sched_getaffinity(0)) >= 2
@@ -392,7 +396,13 @@ class _Forked:
             fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_BYTES)
         self._idle = mmap.mmap(-1, 1)  # shared: 1 while the pipeline waits for a block
         parent = os.getpid()
-        self._pid = os.fork()
+        try:
+            self._pid = os.fork()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            self._idle.close()
+            raise
         if self._pid == 0:  # the child: never returns
             os.close(r)
             _search_child(bodies, make_scanner, w, parent, self._idle)
