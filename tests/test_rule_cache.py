@@ -307,3 +307,38 @@ def test_no_cache_keeps_no_re_table(re_table, monkeypatch):
     for p, f in _PATTERNS:
         _same(re_cache.compile(p, f), re.compile(p, f))
     assert re_cache._used == {}
+
+
+def test_examples_kept_for_later_are_the_parsed_ones(home, reference):
+    """A rule's examples are decoded when first read; those that cannot be are read from the pack again."""
+    import marshal
+
+    load_rules()
+    warm = load_rules()
+    assert all("examples" not in vars(r.spec) for r in warm.rules)  # not decoded yet
+    assert _plain(warm) == reference  # reading them decodes them
+    for f in _entries(home):  # every kept examples tuple replaced by one that does not decode
+        (header, value) = marshal.loads(f.read_bytes()[32:])
+        body = marshal.dumps((header, _spoil_examples(value)))
+        f.write_bytes(store.digest_of(body) + body)
+    assert _plain(load_rules()) == reference
+
+
+def _spoil_examples(value):
+    """An entry whose rules' examples are a tagged tuple of an unknown kind."""
+    import dataclasses
+
+    from logsense.rules.loader import RuleSpec
+
+    at = 3 + [f.name for f in dataclasses.fields(RuleSpec)].index("examples")
+
+    def walk(v):
+        if isinstance(v, tuple) and len(v) > at and v[:3] == (cache._TAG, cache._DATACLASS, "RuleSpec"):
+            return (*v[:at], (cache._TAG, cache._TUPLE, (cache._TAG, 99)), *v[at + 1:])
+        if isinstance(v, tuple):
+            return tuple(walk(x) for x in v)
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)

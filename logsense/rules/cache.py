@@ -125,6 +125,7 @@ def decode(value: Any) -> Any:
 
     builders = _builders()
     enums = _enums()
+    lazy = _lazy()
 
     def pattern(spec: Any, literals: Any, icase: Any, frozen: Any) -> Pattern:
         if type(spec) is not PatternSpec or type(literals) is not tuple or type(icase) is not bool \
@@ -139,7 +140,20 @@ def decode(value: Any) -> Any:
             raise TypeError(f"{type(v).__name__} is not plain data")
         kind = v[1]
         if kind == _DATACLASS:
-            return builders[v[2]]([walk(x) if type(x) is tuple and x and x[0] == _TAG else x for x in v[3:]])
+            later = lazy.get(v[2])
+            if later is None:
+                return builders[v[2]]([walk(x) if type(x) is tuple and x and x[0] == _TAG else x for x in v[3:]])
+            fields = list(v[3:])
+            pending = {}
+            for i, name in later:
+                pending[name] = _later(fields[i], name, walk)
+                fields[i] = None  # decoded when first read
+            obj = builders[v[2]]([walk(x) if type(x) is tuple and x and x[0] == _TAG else x for x in fields])
+            attrs = vars(obj)
+            for _, name in later:
+                del attrs[name]
+            attrs["_pending"] = pending
+            return obj
         if kind == _RULE:
             spec = walk(v[2])
             if type(spec) is not RuleSpec or len(v) != 6:
@@ -190,6 +204,41 @@ def _builder(t: type, names: tuple[str, ...]) -> Callable[[list[Any]], Any]:
         return obj
 
     return build
+
+
+# Fields decoded when first read (RuleSpec.__getattr__ asks): the examples, which only `rules test`,
+# `check` and `rules show` read. A field that cannot be decoded then is read again from its pack.
+_LAZY = {"RuleSpec": ("examples",)}
+
+
+@lru_cache(maxsize=1)
+def _lazy() -> dict[str, tuple[tuple[int, str], ...]]:
+    """Each lazy field's place among its type's fields."""
+    return {t: tuple((_layout(_types()[t]).index(name), name) for name in names) for t, names in _LAZY.items()}
+
+
+def _later(encoded: Any, name: str, walk: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def decode_field(spec: Any) -> Any:
+        try:
+            value = walk(encoded)
+            if encode(value) != encoded:
+                raise ValueError(f"{name} does not come back as it was kept")
+            return value
+        except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+            return _from_pack(spec, name)
+
+    return decode_field
+
+
+def _from_pack(spec: Any, name: str) -> Any:
+    """Field `name` of rule `spec` as its pack file gives it now (a kept field that cannot be read back)."""
+    from logsense.rules.loader import load_pack
+
+    specs, _errors = load_pack(Path(spec.path), spec.path)
+    found = next((s for s in specs if s.id == spec.id), None)
+    if found is None:
+        raise LookupError(f"{spec.path}: rule {spec.id!r} is no longer in its pack: load the rules again")
+    return getattr(found, name)
 
 
 @lru_cache(maxsize=1)
