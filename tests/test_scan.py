@@ -230,3 +230,18 @@ def test_one_pass_finds_the_lines_two_passes_find():
     assert scan_module._found(data, one) == scan_module._found(data, two)
     assert [data[s : data.find(b"\n", s)] for s in scan_module._found(data, one).starts] == [
         b"NoT EnOuGh MeMoRy", b"memory used", b"an OoM here", b"Traceback (most recent call last):"]
+
+
+def test_no_process_to_spare_searches_in_the_process(rules, monkeypatch):
+    """fork fails (a limit on processes or memory): the same report, searched here, and nothing left open."""
+    data = b"".join(p.read_bytes() for p in sorted(CORPORA.rglob("*.log"))[:20])
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    fds = len(os.listdir("/proc/self/fd"))
+    assert _analyze(rules, io.BufferedReader(io.BytesIO(data)), True) == _analyze(
+        rules, io.BufferedReader(io.BytesIO(data)), None)
+    assert len(os.listdir("/proc/self/fd")) == fds
