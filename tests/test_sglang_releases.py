@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from logsense.coverage.config import load_config
 from logsense.flags import has_flag
 from logsense.pipeline import run
 
@@ -143,3 +144,14 @@ def test_sglang_0_3_0_prefix_without_a_day_is_read(rules):
     report = run(lines, rules)
     assert report.root is not None and report.root.cause == "cuda_illegal_memory_access"
     assert any(d.rule == "scheduler-hit-exception" for d in report.diagnoses)  # its '^Exception in' anchor holds
+
+
+@pytest.mark.parametrize(("path", "area"), [
+    ("sglang/srt/server.py", "entrypoints"),  # <= 0.4.3
+    ("sglang/srt/utils.py", "utils"),  # before the utils/ package
+    ("sglang/srt/hf_transformers_utils.py", "tokenizer_manager"),
+    ("sglang/srt/managers/controller_single.py", "scheduler_init"),  # <= 0.3.0
+    ("sglang/srt/model_config.py", "model_loading"),
+])
+def test_older_layouts_are_on_the_startup_path(path, area):
+    assert load_config("sglang").area(path) == area
