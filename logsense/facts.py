@@ -59,8 +59,9 @@ _SERVER_SIGNS: dict[str, tuple[str, ...]] = {
 # Common lines of a startup log whose server prefix (rec.server) says which server wrote it.
 _VOICE = ('File "', "Traceback", "Error", "error", "Route: /", "Application startup complete", "Started server process",
           "Loading weights took", "Model loading took", "KV cache", "init engine", "CUDA graph", "Load weight")
-# vLLM's arguments: "non-default args: {'model': ..., 'max_model_len': 32768}" and the engine's config line.
-_VLLM_ARGS = ("non-default args: ", "with config: ")
+# vLLM's arguments: "non-default args: {'model': ..., 'max_model_len': 32768}", the engine's config
+# line, and "args: Namespace(model=..., ...)", every argument, as vLLM 0.5-0.9's API server logs them.
+_VLLM_ARGS = ("non-default args: ", "with config: ", "args: Namespace")
 _VLLM_FACTS = {"model": "model_path", "tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
                "data_parallel_size": "dp_size", "max_model_len": "max_model_len", "max_seq_len": "max_model_len",
                "gpu_memory_utilization": "gpu_memory_utilization", "max_num_seqs": "max_num_seqs",

@@ -79,6 +79,18 @@ def test_server_facts_and_vllm_args():
     assert float(f["kv_cache_memory_gib"]) == 52.18
 
 
+def test_older_vllm_args_namespace():
+    facts = Facts()
+    line = ("INFO 10-17 08:11:58 api_server.py:529] args: Namespace(subparser='serve', model_tag='Qwen/Qwen2.5-7B', "
+            "host=None, port=8000, model='Qwen/Qwen2.5-7B', max_model_len=32768, gpu_memory_utilization=0.85, "
+            "swap_space=4, max_num_seqs=256, tensor_parallel_size=2, dispatch_function=<function serve at 0x7f2b1c3d4e50>)")
+    for rec in Normalizer().feed(1, line):
+        facts.feed(rec)
+    f = facts.snapshot()
+    assert f["gpu_memory_utilization"] == 0.85 and f["gpu_memory_utilization_higher"] == "0.9"
+    assert f["tp_size"] == 2 and f["max_num_seqs_lower"] == 128 and f["arg_swap_space"] == 4
+
+
 def test_healthy_vllm_timeline_reaches_ready(rules):
     report = run(HEALTHY.read_text().splitlines(), rules)
     assert report.status.value == "ready"
