@@ -104,6 +104,10 @@ def in_server_terms(kind: FixKind, value: str, server: str | None, version: str 
     return value
 
 
+def _names_captured_vllm(template: str, captures: dict[str, str]) -> bool:
+    return any(v and pip_name(str(v)) == "vllm" and "{" + k in template for k, v in captures.items())
+
+
 def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str, str], phase: str | None) -> tuple[Fix, ...]:
     values = {**facts, **{k: v for k, v in captures.items() if v is not None}, "phase": phase}
     out: list[Fix] = []
@@ -114,8 +118,10 @@ def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str
         if value is None:
             value = _fill(spec.fallback, values)
         server = facts.get("server")
-        # a package or command whose `if:` names the log's server is in its terms (sglang <= 0.4 installs vllm)
-        own = spec.kind in (FixKind.PACKAGE, FixKind.COMMAND) and server in spec.when.get("server", ())
+        # a package or command whose `if:` names the log's server is in its terms; sglang <= 0.4 ran on vllm,
+        # so on an sglang log a vllm the log itself names (a capture: its path, its import) is a dependency
+        own = spec.kind in (FixKind.PACKAGE, FixKind.COMMAND) and (
+            server in spec.when.get("server", ()) or (server == "sglang" and _names_captured_vllm(spec.value, captures)))
         if value is not None and not own:
             value = in_server_terms(spec.kind, value, server, facts.get("server_version"))
         if value is None:

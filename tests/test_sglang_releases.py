@@ -155,3 +155,17 @@ def test_sglang_0_3_0_prefix_without_a_day_is_read(rules):
 ])
 def test_older_layouts_are_on_the_startup_path(path, area):
     assert load_config("sglang").area(path) == area
+
+
+def test_vllm_named_by_an_sglang_log_stays_vllm(rules):
+    """sglang <= 0.4 ran on vllm's kernels: a broken vllm build in its log is advice about vllm, not the other server."""
+    lines = ["[2024-11-21 10:00:08 TP0] Init torch distributed begin.",
+             "[2024-11-21 10:00:09 TP0] Traceback (most recent call last):",
+             '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/layers/fused_moe/fused_moe.py", line 13, in <module>',
+             "    from vllm import _custom_ops as ops",
+             "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c1010Dispatcher17runRecordFunctionERN2at14RecordFunctionE"]
+    root = run(lines, rules).root
+    assert root is not None and root.rule == "kernel-undefined-symbol"
+    values = [f.value for f in root.fixes]
+    assert "pip install --force-reinstall --no-deps vllm" in values
+    assert not any(v.endswith(" sglang") for v in values)
