@@ -20,7 +20,7 @@ except ImportError:  # another Python
     from hashlib import blake2b as _blake2b
 
 SCHEMA = 1
-KEEP = 64  # entries kept: each edit of a pack adds one, the oldest go
+KEEP = 256  # entries kept (~50 KB each): a rule set is ~25, each edit of a pack adds one, the oldest go
 _ERRORS = (OSError, ValueError, TypeError, EOFError, RecursionError)
 
 
