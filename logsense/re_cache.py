@@ -24,6 +24,7 @@ from typing import Any
 MAX_ENTRIES = 2048  # past this the table keeps only what the last process used
 
 _table: dict[tuple[str, int], tuple[Any, ...]] | None = None  # the kept table, read on first use
+_folder: Any = None  # the cache dir it was read from: the only one it is written back to
 _used: dict[tuple[str, int], tuple[Any, ...]] = {}  # the forms this process built or found
 _added = False  # a form not in the kept table was made: the table is written at exit
 
@@ -85,11 +86,12 @@ def _form(pattern: str, flags: int, compiled: re.Pattern[str]) -> tuple[Any, ...
 
 
 def _kept() -> dict[tuple[str, int], tuple[Any, ...]]:
-    global _table
+    global _table, _folder
     if _table is None:
         from logsense import cache
 
-        if cache.cache_dir() is None:
+        _folder = cache.cache_dir()
+        if _folder is None:
             return {}  # no cache: nothing to read, nothing worth making forms for
         kept = cache.load(_name())
         _table = kept if isinstance(kept, dict) else {}
@@ -115,9 +117,14 @@ def _remember(key: tuple[str, int], form: tuple[Any, ...]) -> None:
 
 
 def _store() -> None:
-    """Write the table: the kept one (as another process may have left it meanwhile) with this process's forms."""
+    """Write the table: the kept one (as another process may have left it meanwhile) with this process's forms.
+
+    Only into the cache dir it was read from: at exit the environment may name another (a test
+    run's private dir is gone by then, and the user's own must not get what the tests made)."""
     from logsense import cache
 
+    if cache.cache_dir() != _folder:
+        return
     name = _name()
     kept = cache.load(name)
     table = kept if isinstance(kept, dict) else {}

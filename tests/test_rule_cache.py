@@ -240,6 +240,7 @@ def re_table(home, monkeypatch):
 
     def fresh():
         monkeypatch.setattr(re_cache, "_table", None)
+        monkeypatch.setattr(re_cache, "_folder", None)
         monkeypatch.setattr(re_cache, "_used", {})
         monkeypatch.setattr(re_cache, "_added", False)
         monkeypatch.setattr("atexit.register", lambda fn: None)  # the test writes the table itself
@@ -342,3 +343,13 @@ def _spoil_examples(value):
         return v
 
     return walk(value)
+
+
+def test_the_re_table_goes_back_only_where_it_came_from(re_table, tmp_path, monkeypatch):
+    """At exit the environment may name another cache dir (a test run restores the user's): nothing is written there."""
+    re_cache, _fresh = re_table
+    re_cache.compile(*_PATTERNS[0])
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(elsewhere))
+    re_cache._store()
+    assert not elsewhere.exists()
