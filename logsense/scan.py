@@ -475,6 +475,7 @@ def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w
             if _parent_idle(idle):
                 out.write(_HEAD.pack(_UNSEARCHED, last, len(body), 0, -1))
                 out.write(body)
+                out.flush()
                 continue
             found = _found(body, scanner, count=False)
             if not _parent_idle(idle):
@@ -484,6 +485,7 @@ def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w
             out.write(_HEAD.pack(_SEARCHED, last, len(body), len(found.starts), found.lines))
             out.write(body)
             out.write(numbers.tobytes())
+            out.flush()  # the block is whole only with its numbers: held back, they would hold the pipeline back
         out.write(_HEAD.pack(_END, True, 0, 0, 0))
         out.flush()
     except (BrokenPipeError, KeyboardInterrupt):
