@@ -16,6 +16,7 @@ from __future__ import annotations
 import array
 import contextlib
 import fcntl
+import io
 import mmap
 import os
 import select
@@ -25,7 +26,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import Any, BinaryIO, NamedTuple, NoReturn
+from typing import Any, BinaryIO, NamedTuple, NoReturn, TypeVar
 
 from logsense.errors import SourceError
 from logsense.framing import FRAMING_LITERALS
@@ -34,7 +35,7 @@ from logsense.pipeline import Pipeline
 from logsense.sources.recorded import MAX_LINE_BYTES, read_lines
 
 BLOCK = 4 << 20
-AHEAD = 2  # blocks searched ahead of the pipeline: memory is a few blocks whatever the input's size
+T = TypeVar("T")
 # (block of whole lines, lines before it, the starts of the lines holding a literal) -> more line starts to feed
 Pick = Callable[[bytes, int, list[int]], Iterable[int]]
 BACKENDS = ("hyperscan", "aho-corasick", "find")
@@ -254,20 +255,21 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
             p.feed_line(line_no, text)
         return
     cs, ci = [x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]]
+    at = _positioned(fp)
     bodies = _bodies(fp, name)
     first = [b for b in (next(bodies, None), next(bodies, None)) if b is not None]
     ahead: _Forked | None = None
     scanned: Iterable[tuple[bytes, Found, bool]]
     if len(first) < 2:  # the whole log is in one block
-        scanner = _backend(cs, ci, sum(map(len, first)))
-        scanned = ((b, _found(b, scanner), True) for b in first)
+        scanner = _backend(cs, ci, sum(len(b) for b, _ in first))
+        scanned = ((b, _found(b, scanner), True) for b, _ in first)
     else:
+        scanner = _backend(cs, ci)  # built before the fork: both sides have it
         if hasattr(os, "fork") and (parallel or (parallel is None and _may_fork())):
             with contextlib.suppress(OSError):  # no process to spare (a limit on processes, memory): search here
-                ahead = _Forked(_chain(first, bodies), lambda: _backend(cs, ci))
+                ahead = _Forked(_chain(first, bodies), scanner, at)
         if ahead is None:
-            scanner = _backend(cs, ci)
-            scanned = ((b, _found(b, scanner), final) for b, final in _with_last(_chain(first, bodies)))
+            scanned = ((b, _found(b, scanner), final) for (b, _), final in _with_last(_chain(first, bodies)))
         else:
             scanned = ahead
     try:
@@ -288,19 +290,35 @@ def _may_fork() -> bool:
         return (os.cpu_count() or 1) >= 2
 
 
-def _chain(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+def _positioned(fp: BinaryIO) -> tuple[int, int] | None:
+    """(descriptor, offset) when `fp` reads a regular file's bytes as they are, from that offset: a block can
+    then be read again by where it is (the forked search sends where, not the bytes)."""
+    try:
+        if type(fp) is io.BufferedReader and isinstance(fp.raw, io.FileIO):
+            fd = fp.fileno()
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                return fd, fp.tell()
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _chain(first: list[tuple[bytes, int]], rest: Iterator[tuple[bytes, int]]) -> Iterator[tuple[bytes, int]]:
     yield from first
     yield from rest
 
 
-def _bodies(fp: BinaryIO, name: str) -> Iterator[bytes]:
+def _bodies(fp: BinaryIO, name: str) -> Iterator[tuple[bytes, int]]:
     """The input in blocks of whole lines (each ends in a newline); an overlong line cut to MAX_LINE_BYTES.
 
-    A block is given out once the next read shows whether it is the last, so that the last
-    one holds a whole block's lines (the `tail` lines are taken from it).
+    Each block comes with where it starts in the input, or -1 when it is not the input's bytes as
+    they are (a line in it was cut, or its last line got the newline the input lacks). A block is
+    given out once the next read shows whether it is the last, so that the last one holds a whole
+    block's lines (the `tail` lines are taken from it).
     """
-    held = b""
-    carry = b""
+    held, held_at = b"", -1
+    carry, carry_at = b"", 0  # what follows the last newline read, and where it starts (-1: cut)
+    read = 0  # bytes read so far
     dropping = False  # inside an overlong line: its rest is skipped up to the next newline
     while True:
         try:
@@ -311,30 +329,35 @@ def _bodies(fp: BinaryIO, name: str) -> Iterator[bytes]:
             raise SourceError(f"{name}: cannot read: {getattr(e, 'strerror', None) or e}") from None
         if not block:
             break
+        at = read
+        read += len(block)
         if dropping:
             nl = block.find(b"\n")
             if nl < 0:
                 continue
-            block = block[nl + 1 :]
+            block, at = block[nl + 1 :], at + nl + 1
             if held:
-                yield held
+                yield held, held_at
                 held = b""
-            yield carry + b"\n"
-            carry, dropping = b"", False
+            yield carry + b"\n", -1
+            carry, carry_at, dropping = b"", at, False
         cut = block.rfind(b"\n")  # the carry holds no newline: it is what follows the last one
         if cut < 0:
+            if not carry:
+                carry_at = at
             carry += block
         else:
             if held:
-                yield held
+                yield held, held_at
             held = b"".join((carry, memoryview(block)[: cut + 1]))  # one copy of the block, not two
-            carry = block[cut + 1 :]
+            held_at = carry_at if carry else at
+            carry, carry_at = block[cut + 1 :], at + cut + 1
         if len(carry) > MAX_LINE_BYTES:
-            carry, dropping = carry[:MAX_LINE_BYTES], True
+            carry, carry_at, dropping = carry[:MAX_LINE_BYTES], -1, True
     if carry:
-        held += carry + b"\n"
+        held, held_at = held + carry + b"\n", -1
     if held:
-        yield held
+        yield held, held_at
 
 
 class Found(NamedTuple):
@@ -374,7 +397,8 @@ def _counted(body: bytes, found: Found) -> Found:
 
 
 _SEARCHED, _UNSEARCHED, _ERROR, _END = b"B", b"U", b"E", b"Z"
-_HEAD = struct.Struct("<c?QQq")  # kind, last block?, body bytes (or message bytes), starts, lines (-1: not counted)
+# kind, last block?, sent by where it is?, body bytes (or message bytes), where, starts, lines (-1: not counted)
+_HEAD = struct.Struct("<c??QQQq")
 F_SETPIPE_SZ = 1031
 PIPE_BYTES = 1 << 20  # a 4 MiB block then goes through in four writes, not sixty-four
 
@@ -384,13 +408,14 @@ class _Forked:
 
     A child, not a thread: the search and the pipeline then never wait on each other for the GIL,
     and each has a core. The child reads the input as the parent would have (any stream: a file,
-    a pipe, a decompressor) and sends each block with what the search found; the pipe's bounded
-    buffer keeps memory flat whatever the input's size. Work goes to whichever side has time: a
-    block the pipeline is already waiting for is sent unsearched (the pipeline searches it), and
-    a block's lines are counted by the child only while the pipeline is busy.
+    a pipe, a decompressor) and sends each block with what the search found (a block of a
+    regular file by where it is: the pipeline reads it from there); the pipe's bounded buffer
+    keeps memory flat whatever the input's size. Work goes to whichever side has time: a block
+    the pipeline is already waiting for is sent unsearched (the pipeline searches it), and a
+    block's lines are counted by the child only while the pipeline is busy.
     """
 
-    def __init__(self, bodies: Iterator[bytes], make_scanner: Callable[[], object]) -> None:
+    def __init__(self, bodies: Iterator[tuple[bytes, int]], scanner: object, at: tuple[int, int] | None) -> None:
         r, w = os.pipe()
         with contextlib.suppress(OSError):
             fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_BYTES)
@@ -405,11 +430,11 @@ class _Forked:
             raise
         if self._pid == 0:  # the child: never returns
             os.close(r)
-            _search_child(bodies, make_scanner, w, parent, self._idle)
+            _search_child(bodies, scanner, w, parent, self._idle, by_place=at is not None)
         os.close(w)
         self._fd = r
-        self._make_scanner = make_scanner
-        self._scanner: object | None = None
+        self._at = at
+        self._scanner = scanner
         self._done = False
 
     def __iter__(self) -> Iterator[tuple[bytes, Found, bool]]:
@@ -418,17 +443,15 @@ class _Forked:
                 self._idle[0] = 1
             head = self._read(_HEAD.size)
             self._idle[0] = 0
-            kind, last, size, nstarts, lines = _HEAD.unpack(head)
+            kind, last, by_place, size, where, nstarts, lines = _HEAD.unpack(head)
             if kind == _END:
                 self._done = True
                 return
-            payload = self._read(size)
+            payload = self._reread(size, where) if by_place else self._read(size)
             if kind == _ERROR:
                 self._done = True
                 raise SourceError(payload.decode("utf-8", "replace"))
             if kind == _UNSEARCHED:
-                if self._scanner is None:
-                    self._scanner = self._make_scanner()
                 yield payload, _found(payload, self._scanner), last
                 continue
             numbers = array.array("q")
@@ -446,6 +469,20 @@ class _Forked:
             n -= len(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    def _reread(self, n: int, where: int) -> bytes:
+        """A block of the file, from where the child read it."""
+        assert self._at is not None
+        fd, base = self._at
+        data = os.pread(fd, n, base + where)
+        while 0 < len(data) < n:
+            more = os.pread(fd, n - len(data), base + where + len(data))
+            if not more:
+                break
+            data += more
+        if len(data) != n or data[-1:] != b"\n":
+            raise SourceError("the log changed while it was read (truncated or rewritten in place); read it again")
+        return data
+
     def close(self) -> None:
         """Stop the child (it has ended unless feeding stopped early; then it may be blocked reading a pipe)."""
         os.close(self._fd)
@@ -462,31 +499,35 @@ def _parent_idle(idle: mmap.mmap) -> bool:
     return idle[0] == 1
 
 
-def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w: int, parent: int,
-                  idle: mmap.mmap) -> NoReturn:
+def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, parent: int, idle: mmap.mmap,
+                  by_place: bool) -> NoReturn:
     """The forked child's whole life: search every block, send it on, exit without running the parent's exit code."""
     code = 0
     out = os.fdopen(w, "wb", buffering=1 << 16)
+
+    def send(kind: bytes, last: bool, body: bytes, where: int, found: Found | None = None) -> None:
+        placed = by_place and where >= 0
+        numbers = array.array("q", found.starts if found else ())
+        numbers.extend(found.before or () if found else ())
+        out.write(_HEAD.pack(kind, last, placed, len(body), where if placed else 0, len(found.starts) if found else 0,
+                             found.lines if found else -1))
+        if not placed:
+            out.write(body)
+        out.write(numbers.tobytes())
+        out.flush()  # the block is whole only with its numbers: held back, they would hold the pipeline back
+
     try:
         _die_with(parent)
         _close_pipe_writers(keep=w)
-        scanner = make_scanner()
-        for body, last in _with_last(bodies):
+        for (body, where), last in _with_last(bodies):
             if _parent_idle(idle):
-                out.write(_HEAD.pack(_UNSEARCHED, last, len(body), 0, -1))
-                out.write(body)
-                out.flush()
+                send(_UNSEARCHED, last, body, where)
                 continue
             found = _found(body, scanner, count=False)
             if not _parent_idle(idle):
                 found = _counted(body, found)
-            numbers = array.array("q", found.starts)
-            numbers.extend(found.before or ())
-            out.write(_HEAD.pack(_SEARCHED, last, len(body), len(found.starts), found.lines))
-            out.write(body)
-            out.write(numbers.tobytes())
-            out.flush()  # the block is whole only with its numbers: held back, they would hold the pipeline back
-        out.write(_HEAD.pack(_END, True, 0, 0, 0))
+            send(_SEARCHED, last, body, where, found)
+        out.write(_HEAD.pack(_END, True, False, 0, 0, 0, 0))
         out.flush()
     except (BrokenPipeError, KeyboardInterrupt):
         code = 1  # the reader has stopped, or the user has
@@ -494,14 +535,14 @@ def _search_child(bodies: Iterator[bytes], make_scanner: Callable[[], object], w
         text = str(e) if isinstance(e, SourceError) else f"searching the log failed: {type(e).__name__}: {e}"
         with contextlib.suppress(BaseException):
             message = text.encode("utf-8", "replace")
-            out.write(_HEAD.pack(_ERROR, True, len(message), 0, 0))
+            out.write(_HEAD.pack(_ERROR, True, False, len(message), 0, 0, 0))
             out.write(message)
             out.flush()
         code = 1
     os._exit(code)
 
 
-def _with_last(items: Iterable[bytes]) -> Iterator[tuple[bytes, bool]]:
+def _with_last(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
     """Each item and whether it is the last."""
     it = iter(items)
     item = next(it, None)

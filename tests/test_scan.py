@@ -17,7 +17,7 @@ from logsense.analysis import analysis_pipeline
 from logsense.errors import SourceError
 from logsense.pipeline import Pipeline
 from logsense.scan import BACKENDS, _backend, feed_stream
-from logsense.sources.recorded import read_lines
+from logsense.sources.recorded import open_recorded, read_lines
 
 SMALL_BLOCK = 8192  # so that many corpus logs span several blocks and the forked search runs on them
 
@@ -245,3 +245,41 @@ def test_no_process_to_spare_searches_in_the_process(rules, monkeypatch):
     assert _analyze(rules, io.BufferedReader(io.BytesIO(data)), True) == _analyze(
         rules, io.BufferedReader(io.BytesIO(data)), None)
     assert len(os.listdir("/proc/self/fd")) == fds
+
+
+def test_a_file_is_read_again_by_place(rules, monkeypatch, tmp_path):
+    """From a regular file the child sends where each block is, not its bytes; the same report."""
+    data = b"".join(p.read_bytes() for p in sorted(CORPORA.rglob("*.log"))[:40])
+    path = tmp_path / "big.log"
+    path.write_bytes(data)
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+    reread = []
+    real = scan_module._Forked._reread
+    monkeypatch.setattr(scan_module._Forked, "_reread", lambda self, n, at: reread.append(n) or real(self, n, at))
+    with open_recorded(str(path))[0] as fp:
+        by_place = _analyze(rules, fp, True)
+    assert reread and by_place == _analyze(rules, io.BufferedReader(io.BytesIO(data)), None)
+
+
+def test_a_file_cut_while_read_is_said_so(rules, monkeypatch, tmp_path):
+    path = tmp_path / "big.log"
+    path.write_bytes(b"".join(b"[2026-01-01 00:00:00] line %d\n" % i for i in range(20000)))
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+    monkeypatch.setattr(os, "pread", lambda fd, n, at: b"")  # the file is empty when the pipeline reads it
+    with open_recorded(str(path))[0] as fp, pytest.raises(SourceError, match="changed while it was read"):
+        _analyze(rules, fp, True)
+
+
+@pytest.mark.parametrize("tail", [b"", b"no newline at the end"])
+def test_a_block_said_to_be_the_inputs_bytes_is(monkeypatch, tail):
+    """Where `_bodies` says a block starts, the input holds exactly that block (cut lines and all)."""
+    monkeypatch.setattr(scan_module, "BLOCK", 64)
+    monkeypatch.setattr(scan_module, "MAX_LINE_BYTES", 40)
+    lines = [b"short", b"x" * 100, b"", b"y" * 39, b"z" * 41, b"w" * 300, b"end"] * 5
+    data = b"\n".join(lines) + b"\n" + tail
+    blocks = list(scan_module._bodies(io.BufferedReader(io.BytesIO(data)), "x"))
+    assert any(at >= 0 for _, at in blocks) and any(at < 0 for _, at in blocks)
+    for body, at in blocks:
+        assert body.endswith(b"\n")
+        if at >= 0:
+            assert data[at : at + len(body)] == body
