@@ -397,8 +397,11 @@ def _counted(body: bytes, found: Found) -> Found:
 
 
 _SEARCHED, _UNSEARCHED, _ERROR, _END = b"B", b"U", b"E", b"Z"
-# kind, last block?, sent by where it is?, body bytes (or message bytes), where, starts, lines (-1: not counted)
-_HEAD = struct.Struct("<c??QQQq")
+# kind, last block?, where the body is (one of _IN_*), body bytes (or message bytes), where, starts, lines (-1: not
+# counted)
+_HEAD = struct.Struct("<c?BQQQq")
+_IN_PIPE, _IN_FILE, _IN_SLOT = 0, 1, 2  # the body follows the header; is in the file at `where`; in shared slot `where`
+SLOTS = 3  # shared blocks: one being filled, one being taken, one spare
 F_SETPIPE_SZ = 1031
 PIPE_BYTES = 1 << 20  # a 4 MiB block then goes through in four writes, not sixty-four
 
@@ -409,8 +412,8 @@ class _Forked:
     A child, not a thread: the search and the pipeline then never wait on each other for the GIL,
     and each has a core. The child reads the input as the parent would have (any stream: a file,
     a pipe, a decompressor) and sends each block with what the search found (a block of a
-    regular file by where it is: the pipeline reads it from there); the pipe's bounded buffer
-    keeps memory flat whatever the input's size. Work goes to whichever side has time: a block
+    regular file by where it is: the pipeline reads it from there; any other's through shared
+    memory, a few blocks of it); memory stays flat whatever the input's size. Work goes to whichever side has time: a block
     the pipeline is already waiting for is sent unsearched (the pipeline searches it), and a
     block's lines are counted by the child only while the pipeline is busy.
     """
@@ -419,19 +422,25 @@ class _Forked:
         r, w = os.pipe()
         with contextlib.suppress(OSError):
             fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_BYTES)
-        self._idle = mmap.mmap(-1, 1)  # shared: 1 while the pipeline waits for a block
+        credit_r, credit_w = os.pipe()  # a byte for each slot the pipeline has taken its block out of
+        self._slot = _slot_bytes()
+        # byte 0: 1 while the pipeline waits for a block; then the slots
+        self._shared = mmap.mmap(-1, 1 + SLOTS * self._slot)
         parent = os.getpid()
         try:
             self._pid = os.fork()
         except OSError:
-            os.close(r)
-            os.close(w)
-            self._idle.close()
+            for fd in (r, w, credit_r, credit_w):
+                os.close(fd)
+            self._shared.close()
             raise
         if self._pid == 0:  # the child: never returns
             os.close(r)
-            _search_child(bodies, scanner, w, parent, self._idle, by_place=at is not None)
+            os.close(credit_w)
+            _search_child(bodies, scanner, w, parent, self._shared, credit_r, self._slot, by_place=at is not None)
         os.close(w)
+        os.close(credit_r)
+        self._credit = credit_w
         self._fd = r
         self._at = at
         self._scanner = scanner
@@ -440,14 +449,19 @@ class _Forked:
     def __iter__(self) -> Iterator[tuple[bytes, Found, bool]]:
         while True:
             if not select.select([self._fd], [], [], 0)[0]:
-                self._idle[0] = 1
+                self._shared[0] = 1
             head = self._read(_HEAD.size)
-            self._idle[0] = 0
-            kind, last, by_place, size, where, nstarts, lines = _HEAD.unpack(head)
+            self._shared[0] = 0
+            kind, last, place, size, where, nstarts, lines = _HEAD.unpack(head)
             if kind == _END:
                 self._done = True
                 return
-            payload = self._reread(size, where) if by_place else self._read(size)
+            if place == _IN_SLOT:
+                at = 1 + where * self._slot
+                payload = self._shared[at : at + size]
+                os.write(self._credit, b"x")
+            else:
+                payload = self._reread(size, where) if place == _IN_FILE else self._read(size)
             if kind == _ERROR:
                 self._done = True
                 raise SourceError(payload.decode("utf-8", "replace"))
@@ -486,32 +500,51 @@ class _Forked:
     def close(self) -> None:
         """Stop the child (it has ended unless feeding stopped early; then it may be blocked reading a pipe)."""
         os.close(self._fd)
+        os.close(self._credit)
         if not self._done:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self._pid, 0)
-        self._idle.close()
+        self._shared.close()
 
 
-def _parent_idle(idle: mmap.mmap) -> bool:
+def _slot_bytes() -> int:
+    """A shared slot's size: a block, a whole read and the line it cut (a rare bigger one goes through the pipe)."""
+    return BLOCK + MAX_LINE_BYTES + 1
+
+
+def _parent_idle(shared: mmap.mmap) -> bool:
     """Whether the pipeline is waiting for the next block."""
-    return idle[0] == 1
+    return shared[0] == 1
 
 
-def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, parent: int, idle: mmap.mmap,
-                  by_place: bool) -> NoReturn:
+def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, parent: int, shared: mmap.mmap,
+                  credit: int, slot: int, by_place: bool) -> NoReturn:
     """The forked child's whole life: search every block, send it on, exit without running the parent's exit code."""
     code = 0
     out = os.fdopen(w, "wb", buffering=1 << 16)
+    credits, used = SLOTS, 0
 
     def send(kind: bytes, last: bool, body: bytes, where: int, found: Found | None = None) -> None:
-        placed = by_place and where >= 0
+        nonlocal credits, used
+        place = _IN_FILE if by_place and where >= 0 else _IN_SLOT if len(body) <= slot else _IN_PIPE
+        if place == _IN_SLOT:
+            while not credits:
+                got = os.read(credit, SLOTS)
+                if not got:
+                    raise BrokenPipeError  # the pipeline has stopped
+                credits += len(got)
+            credits -= 1
+            where = used % SLOTS
+            used += 1
+            at = 1 + where * slot
+            shared[at : at + len(body)] = body
         numbers = array.array("q", found.starts if found else ())
         numbers.extend(found.before or () if found else ())
-        out.write(_HEAD.pack(kind, last, placed, len(body), where if placed else 0, len(found.starts) if found else 0,
-                             found.lines if found else -1))
-        if not placed:
+        out.write(_HEAD.pack(kind, last, place, len(body), where if place != _IN_PIPE else 0,
+                             len(found.starts) if found else 0, found.lines if found else -1))
+        if place == _IN_PIPE:
             out.write(body)
         out.write(numbers.tobytes())
         out.flush()  # the block is whole only with its numbers: held back, they would hold the pipeline back
@@ -520,14 +553,14 @@ def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, 
         _die_with(parent)
         _close_pipe_writers(keep=w)
         for (body, where), last in _with_last(bodies):
-            if _parent_idle(idle):
+            if _parent_idle(shared):
                 send(_UNSEARCHED, last, body, where)
                 continue
             found = _found(body, scanner, count=False)
-            if not _parent_idle(idle):
+            if not _parent_idle(shared):
                 found = _counted(body, found)
             send(_SEARCHED, last, body, where, found)
-        out.write(_HEAD.pack(_END, True, False, 0, 0, 0, 0))
+        out.write(_HEAD.pack(_END, True, _IN_PIPE, 0, 0, 0, 0))
         out.flush()
     except (BrokenPipeError, KeyboardInterrupt):
         code = 1  # the reader has stopped, or the user has
@@ -535,10 +568,13 @@ def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, 
         text = str(e) if isinstance(e, SourceError) else f"searching the log failed: {type(e).__name__}: {e}"
         with contextlib.suppress(BaseException):
             message = text.encode("utf-8", "replace")
-            out.write(_HEAD.pack(_ERROR, True, False, len(message), 0, 0, 0))
+            out.write(_HEAD.pack(_ERROR, True, _IN_PIPE, len(message), 0, 0, 0))
             out.write(message)
             out.flush()
         code = 1
+    with contextlib.suppress(BaseException):
+        while os.read(credit, 4096):  # held open until the pipeline is done: its credits never meet a closed pipe
+            pass
     os._exit(code)
 
 

@@ -283,3 +283,11 @@ def test_a_block_said_to_be_the_inputs_bytes_is(monkeypatch, tail):
         assert body.endswith(b"\n")
         if at >= 0:
             assert data[at : at + len(body)] == body
+
+
+def test_a_block_too_big_for_a_slot_goes_through_the_pipe(rules, monkeypatch):
+    data = b"".join(p.read_bytes() for p in sorted(CORPORA.rglob("*.log"))[:20])
+    monkeypatch.setattr(scan_module, "BLOCK", SMALL_BLOCK)
+    monkeypatch.setattr(scan_module, "_slot_bytes", lambda: SMALL_BLOCK // 2)
+    assert _analyze(rules, io.BufferedReader(io.BytesIO(data)), True) == _analyze(
+        rules, io.BufferedReader(io.BytesIO(data)), None)
