@@ -159,8 +159,9 @@ def startup_rows(repeat: int) -> list[str]:
     `python -c pass` first): what the load does to one round it does to all of them. Given per
     command: the fastest wall time (the least disturbed run: the figure two runs of the table
     are compared on), the median wall time, the median of each round's wall time above `python
-    -c pass`'s (logsense's own share), and CPU seconds (user + system, which move less with load
-    than wall time), fastest and median. Run as `python -m logsense` (an installed `logsense`
+    -c pass`'s (logsense's own share) and over it (x python: what the machine's speed of the
+    moment does to every start-up alike cancels out), and CPU seconds (user + system, which move
+    less with load than wall time), fastest and median. Run as `python -m logsense` (an installed `logsense`
     script starts the same way, without a version manager's shim in front); the rule-pack cache
     is warm except in the last row, which is run 3 times.
     """
@@ -187,14 +188,19 @@ def startup_rows(repeat: int) -> list[str]:
     bare = samples["python -c pass"]
     out = [f"start-up: {repeat} interleaved rounds (load average {load:.1f} at the start, "
            f"{os.getloadavg()[0]:.1f} at the end); over python: the median of each round's wall time above "
-           "`python -c pass`'s", "",
-           "| start-up | fastest wall s | median wall s | over python s | fastest CPU s | median CPU s | peak RSS MiB |",
-           "|---|---|---|---|---|---|---|"]
+           "`python -c pass`'s; x python: the median of each round's ratio to it", "",
+           "| start-up | fastest wall s | median wall s | over python s | x python | fastest CPU s | median CPU s "
+           "| peak RSS MiB |",
+           "|---|---|---|---|---|---|---|---|"]
     for label, xs in samples.items():
-        over = (statistics.median(x.wall - b.wall for x, b in zip(xs, bare, strict=True)) if len(xs) == len(bare)
+        paired = len(xs) == len(bare)
+        over = (statistics.median(x.wall - b.wall for x, b in zip(xs, bare, strict=True)) if paired
                 else statistics.median(x.wall for x in xs) - statistics.median(b.wall for b in bare))
+        # the machine's own speed moves every start-up alike: a ratio within the round cancels it
+        times = (statistics.median(x.wall / b.wall for x, b in zip(xs, bare, strict=True)) if paired
+                 else statistics.median(x.wall for x in xs) / statistics.median(b.wall for b in bare))
         out.append(f"| {label} | {min(x.wall for x in xs):.3f} | {statistics.median(x.wall for x in xs):.3f} | "
-                   f"{over:.3f} | {min(x.cpu for x in xs):.3f} | {statistics.median(x.cpu for x in xs):.3f} | "
+                   f"{over:.3f} | {times:.2f} | {min(x.cpu for x in xs):.3f} | {statistics.median(x.cpu for x in xs):.3f} | "
                    f"{max(x.rss for x in xs) / 1024:.1f} |")
     return out
 
@@ -334,7 +340,7 @@ def cell(text: str) -> str:
 
 KEYS = ("lines", "method", "command", "start-up")  # the columns that name a row
 COMPARED = ("x grep", "x grep (CPU)", "wall s", "CPU s", "lines/s (wall)", "lines/s (CPU)", "x analyze (wall)",
-            "x analyze (CPU)", "fastest wall s", "fastest CPU s")  # the columns whose figures two runs must agree on
+            "x analyze (CPU)", "fastest wall s", "fastest CPU s", "x python")  # the columns whose figures two runs must agree on
 
 
 def figures(lines: list[str]) -> dict[str, float]:
