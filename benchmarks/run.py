@@ -262,7 +262,7 @@ def where_time_goes(path: Path) -> list[tuple[str, float]]:
     rows = [("start-up (rules, classifier)", startup),
             ("search child (read, one Aho-Corasick pass, line starts and numbers)",
              child + time.process_time() - c0 - main_thread),
-            ("block handling in the main process (reading the child's pipe, slicing, decode)", fed - feed_line)]
+            ("block handling in the main process (taking blocks from the child, slicing, decode)", fed - feed_line)]
     rows += sorted(spent.items(), key=lambda r: -r[1])
     rows += [("pipeline glue (the rest of feed_line)", feed_line - sum(spent.values())),
              ("report (finish, JSON)", report)]
