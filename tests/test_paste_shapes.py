@@ -217,7 +217,9 @@ def _cases(logs: list[Path]) -> list:
         text = log.read_text(errors="replace")
         first = next((line for line in text.splitlines() if line.strip()), "")
         label = yaml.safe_load(log.with_name(log.name[: -len(".log")] + ".label.yaml").read_text())
-        vllm = label.get("server", "vllm" if _VLLM_LOGGER.search(text) else "sglang") == "vllm"
+        # an SGLang log may hold a line of vLLM's logger (SGLang imported vLLM), never SGLang's ServerArgs in vLLM's
+        guess = "vllm" if _VLLM_LOGGER.search(text) and "ServerArgs(" not in text else "sglang"
+        vllm = label.get("server", guess) == "vllm"
         for name in SHAPES:
             if (name, rel) in UNFIT or name in _LAUNCHERS and _OUTER.match(first) or name in _VLLM_ONLY and not vllm:
                 continue
