@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ from logsense.model import Report, Role
 from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet
 from logsense.run_templates import Observing, RunTemplates, TemplateLine, Templates
+from logsense.scan import may_fork
 from logsense.templates import TemplateMiner
 
 SCHEMA_VERSION = 1
@@ -189,14 +189,8 @@ def diff_logs(good_path: str, bad_path: str, rules: RuleSet, parallel: bool | No
 
 
 def _worth_a_child(*paths: str) -> bool:
-    """Two cores, fork, and two files big enough that reading them side by side pays for the fork.
-
-    Only from a process with one thread (the command line): a fork copies no other thread, and
-    a lock one of them held would stay locked in the child.
-    """
-    if not hasattr(os, "fork") or not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
-        return False
-    if threading.active_count() > 1:
+    """A fork may be made here (`scan.may_fork`), and two files big enough that reading them side by side pays for it."""
+    if not may_fork():
         return False
     try:
         return all(os.path.isfile(p) and os.path.getsize(p) >= PARALLEL_BYTES for p in paths)
