@@ -40,6 +40,7 @@ EQUIVALENT: tuple[dict[str, str], ...] = (
     {"sglang": "--port", "vllm": "--port"},
 )
 
+
 def release_key(version: str | None) -> tuple[int, ...] | None:
     """(0, 8, 5) for "0.8.5", "v0.8.5.post1" or "0.8.5rc1+cu124"; None when it names no release."""
     m = re.match(r"v?(\d+(?:\.\d+)*)", version or "")

@@ -192,7 +192,7 @@ class RuleProblem:
         self.reason = reason
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, RuleProblem) and other.__class__ is self.__class__:
+        if other.__class__ is self.__class__:
             return (self.rule, self.line, self.reason) == (other.rule, other.line, other.reason)
         return NotImplemented
 

@@ -241,7 +241,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
 
     `tail`: the last lines of the log are fed whatever they hold (a reader of "how it ended").
     `pick(block, lines_before, starts)`: the offsets of more lines of a block of whole lines to feed.
-    `parallel`: search in a forked child ahead of the pipeline (None: when `_may_fork` and the log
+    `parallel`: search in a forked child ahead of the pipeline (None: when `may_fork` and the log
     is more than two blocks long; a small log pays nothing for it).
     """
     lits = scan_literals(p)
@@ -265,7 +265,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
         scanned = ((b, _found(b, scanner), True) for b, _ in first)
     else:
         scanner = _backend(cs, ci)  # built before the fork: both sides have it
-        if hasattr(os, "fork") and (parallel or (parallel is None and _may_fork())):
+        if hasattr(os, "fork") and (parallel or (parallel is None and may_fork())):
             with contextlib.suppress(OSError):  # no process to spare (a limit on processes, memory): search here
                 ahead = _Forked(_chain(first, bodies), scanner, at)
         if ahead is None:
@@ -279,7 +279,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
             ahead.close()
 
 
-def _may_fork() -> bool:
+def may_fork() -> bool:
     """fork, two cores and one thread: a fork copies no other thread, and a lock one of them held would stay
     locked in the child (a process with threads, a Dask worker say, searches its blocks itself)."""
     if not hasattr(os, "fork") or threading.active_count() > 1:
@@ -526,7 +526,7 @@ def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, 
     out = os.fdopen(w, "wb", buffering=1 << 16)
     credits, used = SLOTS, 0
 
-    def send(kind: bytes, last: bool, body: bytes, where: int, found: Found | None = None) -> None:
+    def send(kind: bytes, last: bool, body: bytes, where: int, found: Found = Found([])) -> None:
         nonlocal credits, used
         place = _IN_FILE if by_place and where >= 0 else _IN_SLOT if len(body) <= slot else _IN_PIPE
         if place == _IN_SLOT:
@@ -540,10 +540,10 @@ def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, 
             used += 1
             at = 1 + where * slot
             shared[at : at + len(body)] = body
-        numbers = array.array("q", found.starts if found else ())
-        numbers.extend(found.before or () if found else ())
-        out.write(_HEAD.pack(kind, last, place, len(body), where if place != _IN_PIPE else 0,
-                             len(found.starts) if found else 0, found.lines if found else -1))
+        numbers = array.array("q", found.starts)
+        numbers.extend(found.before or ())
+        out.write(_HEAD.pack(kind, last, place, len(body), where if place != _IN_PIPE else 0, len(found.starts),
+                             found.lines))
         if place == _IN_PIPE:
             out.write(body)
         out.write(numbers.tobytes())

@@ -39,8 +39,8 @@ COLUMN_TYPES = {
     "server_version": "string", "gpu_name": "string", "model_arch": "string", "error": "string",
 }
 COLUMNS = list(COLUMN_TYPES)
-# Spark cannot infer a type for a column that is None in every row it samples: `.toDF(SPARK_SCHEMA)`
 TIMES_KEPT = 1 << 16  # time change points a row keeps per log (bounded memory whatever its length)
+# Spark cannot infer a type for a column that is None in every row it samples: `.toDF(SPARK_SCHEMA)`
 SPARK_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in COLUMN_TYPES.items())
 LOG_PATTERNS = ("*.log", "*.log.gz", "*.txt", "*.txt.gz", "*.out", "*.journal.txt", "*.jsonl")
 ARCHIVES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
