@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 
 from logsense import fixes as fixes_mod
 from logsense.framing import exception_lines, frame_lines
@@ -32,11 +31,15 @@ UNKNOWN_CONFIDENCE = 0.3
 EXPERIMENTAL_CONFIDENCE = 0.55  # an experimental rule's most: "low" sure (report.text.sureness)
 
 
-@dataclass
 class _Hits:
-    any: list[tuple[Record, object]] = field(default_factory=list)
-    all: dict[int, tuple[Record, object]] = field(default_factory=dict)
-    vetoed: bool = False
+    """What one rule's patterns found in one event: its `any` matches, each `all` pattern's, a veto."""
+
+    __slots__ = ("any", "all", "vetoed")
+
+    def __init__(self) -> None:
+        self.any: list[tuple[Record, object]] = []
+        self.all: dict[int, tuple[Record, object]] = {}
+        self.vetoed = False
 
 
 class _Searched:

@@ -10,8 +10,6 @@ event that is open for their pid. Every record ends up in exactly one event.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from logsense import re_cache
 from logsense.memo import text_memo
 from logsense.model import Event, EventKind, Record
@@ -55,13 +53,17 @@ def _opens_in(msg: str) -> EventKind | None:
 _opens = text_memo(_opens_in)
 
 
-@dataclass
 class _Open:
-    kind: EventKind
-    records: list[Record] = field(default_factory=list)
-    phase: str = "import"
-    state: str = "frames"  # frames | exc | gap | chain (tracebacks); body (compile)
-    tail: int = 0
+    """An event still being read: its lines so far, and where in a traceback (or compiler error) they are."""
+
+    __slots__ = ("kind", "records", "phase", "state", "tail")
+
+    def __init__(self, kind: EventKind, records: list[Record], phase: str, state: str = "frames") -> None:
+        self.kind = kind
+        self.records = records
+        self.phase = phase
+        self.state = state  # frames | exc | gap | chain (tracebacks); body (compile)
+        self.tail = 0  # lines of exception message read after the exception line
 
     @property
     def rank(self) -> str | None:

@@ -86,7 +86,9 @@ class Value:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._fields = tuple(cls.__slots__)
+        # a slot whose name starts with "_" is the class's own state, not a field (RuleSpec's undecoded ones)
+        slots: tuple[str, ...] = cls.__slots__
+        cls._fields = tuple(n for n in slots if not n.startswith("_"))
         cls._values = staticmethod(attrgetter(*cls._fields))
 
     def __eq__(self, other: object) -> bool:

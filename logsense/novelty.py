@@ -9,7 +9,7 @@ baselines are the evidence. `NoveltyHook` is the analysis pipeline's fallback fo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ class NoveltyHook:
         self.inner = inner
         # a line new to the baselines can be any line: the observer's `pick` has the scanner feed the
         # first line of each shape of line (and counts the rest), beside what the inner fallback reads
-        self.reading = replace(inner.reading if inner is not None else Reading(), pick=True)
+        self.reading = (inner.reading if inner is not None else Reading()).replace(pick=True)
 
     def watch(self, timeline: Timeline) -> NoveltyWatch:
         observer = RunTemplates(timeline, reference=self.baseline.miner, keep_all=False)

@@ -13,13 +13,24 @@ may then name it or add what it knows.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from logsense.engine import Matcher, Ranker
 from logsense.facts import Facts
 from logsense.framing import Framer
-from logsense.model import UNKNOWN, Diagnosis, Event, Match, Record, Report, Status, Update, UpdateKind
+from logsense.model import (
+    UNKNOWN,
+    Diagnosis,
+    Event,
+    Match,
+    Record,
+    Report,
+    Status,
+    Update,
+    UpdateKind,
+    Value,
+    _set,
+)
 from logsense.normalize import Normalizer
 from logsense.rules import RuleSet
 from logsense.timeline import Timeline
@@ -27,14 +38,21 @@ from logsense.timeline import Timeline
 Literals = tuple[tuple[str, ...], tuple[str, ...]]  # (case-sensitive, case-blind)
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(Value):
     """What a fallback must be fed: every line, or the block scanner's picks plus its literals and the last lines."""
 
-    every_line: bool = False
-    literals: Literals = ((), ())
-    tail: int = 0
-    pick: bool = False  # its watcher's `pick` (a `scan.Pick`) names more lines of each block to feed
+    __slots__ = ("every_line", "literals", "tail", "pick")
+    every_line: bool
+    literals: Literals
+    tail: int
+    pick: bool  # its watcher's `pick` (a `scan.Pick`) names more lines of each block to feed
+
+    def __init__(self, every_line: bool = False, literals: Literals = ((), ()), tail: int = 0,
+                 pick: bool = False) -> None:
+        _set(self, "every_line", every_line)
+        _set(self, "literals", literals)
+        _set(self, "tail", tail)
+        _set(self, "pick", pick)
 
 
 class Watcher(Protocol):

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from logsense.model import Value, _set
 
 TAXONOMY_PATH = Path(__file__).with_name("taxonomy.yaml")
 
 
-@dataclass(frozen=True)
-class Cause:
+class Cause(Value):
+    """One cause of the taxonomy: its id, group, title and usual fixes."""
+
+    __slots__ = ("id", "group", "title", "fix")
     id: str
     group: str
     title: str
     fix: tuple[str, ...]
+
+    def __init__(self, id: str, group: str, title: str, fix: tuple[str, ...]) -> None:
+        _set(self, "id", id)
+        _set(self, "group", group)
+        _set(self, "title", title)
+        _set(self, "fix", fix)
 
 
 @lru_cache(maxsize=1)

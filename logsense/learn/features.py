@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from logsense import re_cache
 from logsense.memo import text_memo
-from logsense.model import Event, EventKind, Record
+from logsense.model import Event, EventKind, Record, Value, _set
 from logsense.pipeline import Reading
 
 FEATURE_VERSION = 2  # 2: the server (sglang, vllm) as a token. Bump when the document text changes: a model trained on another version is stale
@@ -94,28 +93,45 @@ _errorish = text_memo(is_errorish)
 _shape = text_memo(lambda text: text.translate(_DIGITS))
 
 
-@dataclass
-class Note:
+class Note(Value):
     """One error-ish event, reduced to the lines that say what went wrong."""
 
+    __slots__ = ("line", "phase", "kind", "lines", "text")
     line: int
     phase: str
     kind: str
     lines: tuple[tuple[int, str], ...]  # (line number, original text) for evidence
     text: str  # masked, what the model reads
 
+    def __init__(self, line: int, phase: str, kind: str, lines: tuple[tuple[int, str], ...], text: str) -> None:
+        _set(self, "line", line)
+        _set(self, "phase", phase)
+        _set(self, "kind", kind)
+        _set(self, "lines", lines)
+        _set(self, "text", text)
 
-@dataclass
-class Doc:
+
+class Doc(Value):
     """A log as the classifier sees it: its text plus the facts the decision needs."""
 
+    __slots__ = ("text", "notes", "ready", "errors_after_ready", "tracebacks", "phase", "server")
     text: str
-    notes: list[Note] = field(default_factory=list)
-    ready: bool = False
-    errors_after_ready: int = 0
-    tracebacks: int = 0
-    phase: str = "import"
-    server: str | None = None  # which server wrote the log (facts.server): the usual fixes are said in its flags
+    notes: list[Note]
+    ready: bool
+    errors_after_ready: int
+    tracebacks: int
+    phase: str
+    server: str | None  # which server wrote the log (facts.server): the usual fixes are said in its flags
+
+    def __init__(self, text: str, notes: list[Note] | None = None, ready: bool = False, errors_after_ready: int = 0,
+                 tracebacks: int = 0, phase: str = "import", server: str | None = None) -> None:
+        _set(self, "text", text)
+        _set(self, "notes", notes if notes is not None else [])
+        _set(self, "ready", ready)
+        _set(self, "errors_after_ready", errors_after_ready)
+        _set(self, "tracebacks", tracebacks)
+        _set(self, "phase", phase)
+        _set(self, "server", server)
 
     @property
     def failure_signs(self) -> bool:

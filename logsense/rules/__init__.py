@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -32,11 +31,13 @@ def verdict_rules_dir() -> Path:
     return bundled_rules_dir() / "common"
 
 
-@dataclass
 class RuleSet:
-    rules: list[CompiledRule]
-    phases: list[PhaseSpec]
-    sources: list[str] = field(default_factory=list)
+    """The rules of one analysis, with the phase file's phases and the packs they came from."""
+
+    def __init__(self, rules: list[CompiledRule], phases: list[PhaseSpec], sources: list[str] | None = None) -> None:
+        self.rules = rules
+        self.phases = phases
+        self.sources = sources if sources is not None else []
 
     def get(self, rule_id: str) -> CompiledRule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
@@ -86,7 +87,7 @@ def _cached_pack(path: Path, display: str) -> tuple[list[CompiledRule], list[Rul
 
 def _placed(rule: CompiledRule, display: str) -> CompiledRule:
     """The rule as read from `display`: the cache keeps no path (the same bytes may sit anywhere)."""
-    return CompiledRule(replace(rule.spec, path=display), rule.any, rule.all, rule.not_)
+    return CompiledRule(rule.spec.replace(path=display), rule.any, rule.all, rule.not_)
 
 
 def _compile_pack(path: Path, display: str) -> tuple[list[CompiledRule], list[RuleError]]:

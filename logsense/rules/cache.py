@@ -2,13 +2,12 @@
 
 An entry is keyed by the pack file's bytes and the code that reads it (the parser's own source,
 the fact names a fix may use, the taxonomy the causes are checked against). It is rebuilt into
-the dataclasses `_types()` names and nothing else, and what does not come back exactly as it
+the value types `_types()` names and nothing else, and what does not come back exactly as it
 was stored is not stored: a wrong or corrupt entry costs a re-parse, never a wrong rule.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from enum import Enum
 from functools import lru_cache
@@ -41,19 +40,20 @@ def _types() -> dict[str, Any]:
 
 
 # What a tagged tuple (_TAG, kind, ...) stands for. Anything else in an entry is plain data, taken as it is.
-_DATACLASS, _PATTERN, _TUPLE, _ENUM, _LIST, _DICT, _FROZENSET, _RULE = range(8)
+_VALUE, _PATTERN, _TUPLE, _ENUM, _LIST, _DICT, _FROZENSET, _RULE = range(8)
 _TAG = "\0logsense"
 _LEAVES = (str, int, float, bool, type(None), bytes)
 
 
 def encode(value: Any) -> Any:
-    """Plain data (marshal can write it) for a value made of the cached dataclasses, patterns and plain values.
+    """Plain data (marshal can write it) for a value made of the cached value types, patterns and plain values.
 
-    A dataclass is (_TAG, _DATACLASS, its type's name, its field values in order): the field
+    A value type's instance is (_TAG, _VALUE, its type's name, its field values in order): the field
     names are part of the entry's key (`_code_key`). A container of plain data only is kept as
     it is, so that `decode` returns it without looking inside (most of an entry: examples,
     literals, fact conditions); one holding anything else is a tagged tuple of its items.
     """
+    from logsense.model import Value
     from logsense.rules.compile import CompiledRule, Pattern
 
     if isinstance(value, Enum):  # before the leaves: a str enum is a str, but marshal takes no subclass
@@ -69,11 +69,11 @@ def encode(value: Any) -> Any:
         # its patterns' specs are its spec's: kept once, as compile_rule made them
         return (_TAG, _RULE, encode(value.spec), *(tuple(_pattern_rest(p) for p in ps) for ps, _ in
                                                    _pattern_pairs(value)))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, Value):
         name = type(value).__name__
         if _types().get(name) is not type(value):
             raise TypeError(f"{name} is not a cached type")
-        return (_TAG, _DATACLASS, name, *(encode(getattr(value, f.name)) for f in dataclasses.fields(value)))
+        return (_TAG, _VALUE, name, *(encode(getattr(value, f)) for f in value._fields))
     if isinstance(value, tuple):
         items = tuple(encode(x) for x in value)
         return items if _plain(items) and not (items and items[0] == _TAG) else (_TAG, _TUPLE, *items)
@@ -139,20 +139,17 @@ def decode(value: Any) -> Any:
                 return v  # plain data: encode tagged whatever was not
             raise TypeError(f"{type(v).__name__} is not plain data")
         kind = v[1]
-        if kind == _DATACLASS:
+        if kind == _VALUE:
             later = lazy.get(v[2])
             if later is None:
-                return builders[v[2]]([walk(x) if type(x) is tuple and x and x[0] == _TAG else x for x in v[3:]])
+                return builders[v[2]](*[walk(x) if type(x) is tuple and x and x[0] == _TAG else x for x in v[3:]])
             fields = list(v[3:])
             pending = {}
             for i, name in later:
                 pending[name] = _later(fields[i], name, walk)
                 fields[i] = None  # decoded when first read
-            obj = builders[v[2]]([walk(x) if type(x) is tuple and x and x[0] == _TAG else x for x in fields])
-            attrs = vars(obj)
-            for _, name in later:
-                del attrs[name]
-            attrs["_pending"] = pending
+            obj = builders[v[2]](*[walk(x) if type(x) is tuple and x and x[0] == _TAG else x for x in fields])
+            obj.decode_later(pending)
             return obj
         if kind == _RULE:
             spec = walk(v[2])
@@ -178,32 +175,10 @@ def decode(value: Any) -> Any:
 
 
 @lru_cache(maxsize=1)
-def _builders() -> dict[str, Callable[[list[Any]], Any]]:
-    """For each cached dataclass, a function that makes one from its field values in order.
-
-    It fills the instance's __dict__ at once, as the generated __init__ would field by field
-    (each through object.__setattr__, the cached types being frozen): a warm start decodes
-    thousands of them. The cached types have no __post_init__ and no slots (checked here).
-    """
-    out = {}
-    for name, t in _types().items():
-        if issubclass(t, Enum):
-            continue
-        if hasattr(t, "__post_init__") or "__slots__" in vars(t):
-            raise TypeError(f"{name} cannot be built from its fields alone")
-        out[name] = _builder(t, _layout(t))
-    return out
-
-
-def _builder(t: type, names: tuple[str, ...]) -> Callable[[list[Any]], Any]:
-    new, set_attr = object.__new__, object.__setattr__
-
-    def build(values: list[Any]) -> Any:
-        obj: Any = new(t)
-        set_attr(obj, "__dict__", dict(zip(names, values, strict=True)))
-        return obj
-
-    return build
+def _builders() -> dict[str, Callable[..., Any]]:
+    """For each cached value type, what makes one from its field values in order: its constructor, which
+    only stores them (the value types' __init__ is written out field by field, nothing else)."""
+    return {name: t for name, t in _types().items() if not issubclass(t, Enum)}
 
 
 # Fields decoded when first read (RuleSpec.__getattr__ asks): the examples, which only `rules test`,
@@ -248,8 +223,8 @@ def _enums() -> dict[str, dict[Any, Enum]]:
 
 
 def _layout(t: Any) -> tuple[str, ...]:
-    """A cached type's shape: an enum's values, a dataclass's field names."""
-    return tuple(m.value for m in t) if issubclass(t, Enum) else tuple(f.name for f in dataclasses.fields(t))
+    """A cached type's shape: an enum's values, a value type's field names."""
+    return tuple(m.value for m in t) if issubclass(t, Enum) else tuple(t._fields)
 
 
 @lru_cache(maxsize=1)

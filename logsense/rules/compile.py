@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re as _re
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from logsense.errors import RuleError
+from logsense.model import Value, _set
 from logsense.rules.loader import PatternSpec, RuleSpec
 
 if TYPE_CHECKING:
@@ -313,12 +313,21 @@ def _engine() -> tuple[Any, tuple[Any, ...]] | None:
         return None
 
 
-@dataclass(frozen=True)
-class CompiledRule:
+class CompiledRule(Value):
+    """A rule ready to run: its spec and each of its patterns compiled."""
+
+    __slots__ = ("spec", "any", "all", "not_")
     spec: RuleSpec
     any: tuple[Pattern, ...]
     all: tuple[Pattern, ...]
     not_: tuple[Pattern, ...]
+
+    def __init__(self, spec: RuleSpec, any: tuple[Pattern, ...], all: tuple[Pattern, ...],
+                 not_: tuple[Pattern, ...]) -> None:
+        _set(self, "spec", spec)
+        _set(self, "any", any)
+        _set(self, "all", all)
+        _set(self, "not_", not_)
 
     @property
     def id(self) -> str:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logsense import re_cache
 from logsense.errors import RuleError
-from logsense.model import FixKind, Role, RuleStatus
+from logsense.model import FixKind, Role, RuleStatus, Value, _set
 from logsense.rules.schema import (
     DEFAULTS_FIELDS,
     EXAMPLE_FIELDS,
@@ -111,31 +111,60 @@ def plain(m: Marked) -> Any:
     return v
 
 
-@dataclass(frozen=True)
-class PatternSpec:
+class PatternSpec(Value):
+    """One pattern of a rule as written, with where it stands in its pack."""
+
+    __slots__ = ("text", "line", "column", "field")
     text: str
     line: int
     column: int
     field: str
 
+    def __init__(self, text: str, line: int, column: int, field: str) -> None:
+        _set(self, "text", text)
+        _set(self, "line", line)
+        _set(self, "column", column)
+        _set(self, "field", field)
 
-@dataclass(frozen=True)
-class FixSpec:
+
+class FixSpec(Value):
+    """One fix of a rule as written: a template, filled from captures and facts when the rule fires."""
+
+    __slots__ = ("kind", "value", "note", "when", "fallback")
     kind: FixKind
     value: str
     note: str | None
     when: dict[str, tuple[Any, ...]]
     fallback: str | None
 
+    def __init__(self, kind: FixKind, value: str, note: str | None, when: dict[str, tuple[Any, ...]],
+                 fallback: str | None) -> None:
+        _set(self, "kind", kind)
+        _set(self, "value", value)
+        _set(self, "note", note)
+        _set(self, "when", when)
+        _set(self, "fallback", fallback)
 
-@dataclass(frozen=True)
-class ExampleSpec:
+
+class ExampleSpec(Value):
+    """One example log of a rule: one it must fire on (match) or must not (no_match)."""
+
+    __slots__ = ("kind", "index", "log", "captures", "line", "name")
     kind: str  # match | no_match | todo_match | todo_no_match
     index: int
     log: str
     captures: dict[str, str]
     line: int
-    name: str | None = None  # `name:` of the example: its test id, stable when examples are inserted
+    name: str | None  # `name:` of the example: its test id, stable when examples are inserted
+
+    def __init__(self, kind: str, index: int, log: str, captures: dict[str, str], line: int,
+                 name: str | None = None) -> None:
+        _set(self, "kind", kind)
+        _set(self, "index", index)
+        _set(self, "log", log)
+        _set(self, "captures", captures)
+        _set(self, "line", line)
+        _set(self, "name", name)
 
     @property
     def label(self) -> str:
@@ -143,8 +172,12 @@ class ExampleSpec:
         return f"{self.kind}[{self.name if self.name is not None else self.index}]"
 
 
-@dataclass(frozen=True)
-class RuleSpec:
+class RuleSpec(Value):
+    """One rule as its pack gives it, checked: what compile_rule turns into a CompiledRule."""
+
+    __slots__ = ("id", "cause", "role", "priority", "confidence", "title", "explanation", "any", "all", "within",
+                 "not_", "when_phase", "when_facts", "fixes", "references", "examples", "status", "path", "line",
+                 "kind", "_pending")
     id: str
     cause: str
     role: Role
@@ -164,20 +197,54 @@ class RuleSpec:
     status: RuleStatus
     path: str
     line: int
-    kind: str | None = None  # role fatal: the kind of failure (schema.FATAL_KINDS)
+    kind: str | None  # role fatal: the kind of failure (schema.FATAL_KINDS)
+
+    def __init__(self, id: str, cause: str, role: Role, priority: int, confidence: float,
+                 title: str | None, explanation: str, any: tuple[PatternSpec, ...],
+                 all: tuple[PatternSpec, ...], within: int, not_: tuple[PatternSpec, ...],
+                 when_phase: frozenset[str] | None, when_facts: dict[str, tuple[Any, ...]],
+                 fixes: tuple[FixSpec, ...], references: tuple[str, ...], examples: tuple[ExampleSpec, ...],
+                 status: RuleStatus, path: str, line: int, kind: str | None = None) -> None:
+        _set(self, "id", id)
+        _set(self, "cause", cause)
+        _set(self, "role", role)
+        _set(self, "priority", priority)
+        _set(self, "confidence", confidence)
+        _set(self, "title", title)
+        _set(self, "explanation", explanation)
+        _set(self, "any", any)
+        _set(self, "all", all)
+        _set(self, "within", within)
+        _set(self, "not_", not_)
+        _set(self, "when_phase", when_phase)
+        _set(self, "when_facts", when_facts)
+        _set(self, "fixes", fixes)
+        _set(self, "references", references)
+        _set(self, "examples", examples)
+        _set(self, "status", status)
+        _set(self, "path", path)
+        _set(self, "line", line)
+        _set(self, "kind", kind)
+        _set(self, "_pending", None)
 
     if not TYPE_CHECKING:  # to a type checker, a RuleSpec has its fields and nothing else
 
         def __getattr__(self, name: str) -> Any:
             """A field the rule-pack cache left to decode until first read (the examples: an analysis never
             reads them, and they are a third of what a warm start decodes)."""
-            pending = vars(self).get("_pending")
+            pending = self._pending
             if not pending or name not in pending:
                 raise AttributeError(f"'RuleSpec' object has no attribute {name!r}")
             value = pending[name](self)
-            object.__setattr__(self, name, value)
+            _set(self, name, value)
             del pending[name]
             return value
+
+    def decode_later(self, pending: dict[str, Callable[[RuleSpec], Any]]) -> None:
+        """Leave the fields `pending` names unset, each decoded by its function when first read."""
+        for name in pending:
+            object.__delattr__(self, name)
+        _set(self, "_pending", pending)
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:

@@ -7,11 +7,11 @@ them from there, so a phase is added in YAML alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from logsense import re_cache
 from logsense.errors import RuleError, RuleErrors
+from logsense.model import Value, _set
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import CompiledRule, Pattern, compile_pattern
 from logsense.rules.loader import Marked, PatternSpec, _Checker, plain, read_yaml
@@ -20,8 +20,10 @@ from logsense.rules.schema import PHASE_FIELDS
 _NAME = re_cache.compile(r"[a-z][a-z0-9_]*")
 
 
-@dataclass(frozen=True)
-class PhaseSpec:
+class PhaseSpec(Value):
+    """One startup phase of the phase file: the markers that begin it, its progress lines, whether it is ready."""
+
+    __slots__ = ("name", "markers", "progress", "ready", "examples", "description", "line", "server")
     name: str
     markers: tuple[Pattern, ...]
     progress: tuple[Pattern, ...]
@@ -29,7 +31,18 @@ class PhaseSpec:
     examples: tuple[str, ...]
     description: str
     line: int
-    server: str | None = None  # markers hit only lines of this server's log (the same line means ready in one)
+    server: str | None  # markers hit only lines of this server's log (the same line means ready in one)
+
+    def __init__(self, name: str, markers: tuple[Pattern, ...], progress: tuple[Pattern, ...], ready: bool,
+                 examples: tuple[str, ...], description: str, line: int, server: str | None = None) -> None:
+        _set(self, "name", name)
+        _set(self, "markers", markers)
+        _set(self, "progress", progress)
+        _set(self, "ready", ready)
+        _set(self, "examples", examples)
+        _set(self, "description", description)
+        _set(self, "line", line)
+        _set(self, "server", server)
 
 
 PhaseKey = tuple[str, int, int]  # ("m" marker | "p" progress, phase index, pattern index)

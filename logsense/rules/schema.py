@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import builtins
 from typing import Any
 
-from logsense.model import FixKind, Role, RuleStatus
+from logsense.model import FixKind, Role, RuleStatus, Value, _set
 
 
-@dataclass(frozen=True)
-class Field:
-    type: type | tuple[type, ...]
-    required: bool = False
-    default: Any = None
-    help: str = ""
-    choices: tuple[str, ...] = ()
-    required_when: str = ""  # for the docs: when an optional field is required after all
+class Field(Value):
+    """One field of the rule format: its type, whether it is required, its default and help."""
+
+    __slots__ = ("type", "required", "default", "help", "choices", "required_when")
+    type: builtins.type | tuple[builtins.type, ...]
+    required: bool
+    default: Any
+    help: str
+    choices: tuple[str, ...]
+    required_when: str  # for the docs: when an optional field is required after all
+
+    def __init__(self, type: builtins.type | tuple[builtins.type, ...], required: bool = False, default: Any = None,
+                 help: str = "", choices: tuple[str, ...] = (), required_when: str = "") -> None:
+        _set(self, "type", type)
+        _set(self, "required", required)
+        _set(self, "default", default)
+        _set(self, "help", help)
+        _set(self, "choices", choices)
+        _set(self, "required_when", required_when)
 
 
 # What a fatal signal says about a failure whose cause no rule knows (`kind:` of a fatal rule).

@@ -9,11 +9,11 @@ import stat
 import sys
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import BinaryIO
 
 from logsense import re_cache
 from logsense.errors import SourceError
+from logsense.model import Value, _set
 
 BLOCK = 1 << 20
 MAX_LINE_BYTES = 1 << 20  # a longer line is cut here: a 50 MB line must not cost 50 MB
@@ -91,15 +91,18 @@ _ZSTD, _XZ, _BZ2 = b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00", b"BZh"
 _BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 
 
-@dataclass(frozen=True)
-class TextCodec:
+class TextCodec(Value):
     """How a log file stores its text: UTF-8 (`encoding` None), or UTF-16 told by its byte-order mark.
 
     Recorded logs (`as_text_bytes`) and followed files (`tail FILE`) decode through it, so both
     read a Windows-saved log the same way.
     """
 
-    encoding: str | None = None
+    __slots__ = ("encoding",)
+    encoding: str | None
+
+    def __init__(self, encoding: str | None = None) -> None:
+        _set(self, "encoding", encoding)
 
     @property
     def newline(self) -> bytes:
