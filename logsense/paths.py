@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
 def display(path: Path | str) -> str:
     """A path as the user would type it: relative to the working directory when inside it."""
-    p = Path(path)
-    try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    try:  # os.path, not pathlib: a warm start shows every rule pack's path
+        real, cwd = os.path.realpath(path), os.path.realpath(os.getcwd())
     except (ValueError, OSError):
-        return str(p)
+        return str(Path(path))
+    if real == cwd:
+        return "."
+    if real.startswith(cwd.rstrip(os.sep) + os.sep):
+        return real[len(cwd.rstrip(os.sep)) + 1:]
+    return str(Path(path))

@@ -19,9 +19,13 @@ class LiteralIndex(Generic[K]):
     remembered per text: a log repeats its lines (each rank prints each one).
     """
 
-    def __init__(self, entries: Iterable[tuple[str, bool, K]], always: Iterable[K] = ()) -> None:
+    def __init__(self, entries: Iterable[tuple[str, bool, K]], always: Iterable[K] = (),
+                 tables: tuple[dict[str, list[K]], dict[str, list[K]]] | None = None) -> None:
+        """`tables`: the (case-sensitive, case-blind) maps another index's `tables` gave, instead of `entries`."""
         self._cs: dict[str, list[K]] = {}
         self._ci: dict[str, list[K]] = {}
+        if tables is not None:
+            self._cs, self._ci = tables
         for lit, icase, key in entries:
             (self._ci if icase else self._cs).setdefault(lit.lower() if icase else lit, []).append(key)
         self.always = tuple(dict.fromkeys(always))
@@ -34,6 +38,11 @@ class LiteralIndex(Generic[K]):
     def literals(self) -> tuple[list[str], list[str]]:
         """(case-sensitive, case-blind) literals."""
         return list(self._cs), list(self._ci)
+
+    @property
+    def tables(self) -> tuple[dict[str, list[K]], dict[str, list[K]]]:
+        """The (case-sensitive, case-blind) literal -> keys maps, for an index built again without its entries."""
+        return self._cs, self._ci
 
     def keys_in(self, text: str) -> tuple[K, ...]:
         return self._keys_in(text)

@@ -122,6 +122,65 @@ def test_an_edited_pack_is_read_again(home, tmp_path):
     assert load_rules(only=[str(pack)]).get("cache-test-rule").spec.title == "second"
 
 
+def _set_entry(home: Path) -> tuple[Path, tuple, tuple]:
+    """The whole-set entry (the largest one): its file, header and value."""
+    import marshal
+
+    f = max(_entries(home), key=lambda e: e.stat().st_size)
+    header, value = marshal.loads(f.read_bytes()[32:])
+    return f, header, value
+
+
+def test_a_kept_rule_set_alone_is_enough_and_decodes_rules_when_used(home, reference, monkeypatch):
+    """A warm start reads one entry; a rule is decoded when the analysis first reaches it."""
+    load_rules()
+    f, _header, _value = _set_entry(home)
+    for other in _entries(home):
+        if other != f:
+            other.unlink()
+    import logsense.rules.loader as loader
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a pack was parsed again")
+
+    monkeypatch.setattr(loader, "read_yaml", refuse)
+    monkeypatch.setattr("logsense.rules.load_pack", refuse)
+    rs = load_rules()
+    assert isinstance(rs.rules, cache.LazyRules) and all(r is None for r in rs.rules._rules)
+    some = rs.rules.ids[len(rs.rules) // 2]
+    assert rs.get(some).id == some and sum(r is not None for r in rs.rules._rules) == 1
+    assert _plain(rs) == reference
+
+
+def test_a_kept_rule_that_does_not_decode_is_read_from_its_pack(home, reference):
+    import marshal
+
+    load_rules()
+    f, header, value = _set_entry(home)
+    phases, owners, ids, rules, tables, always = value
+    spoiled = [marshal.dumps(("\0logsense", 0, "NotAType", 1)), marshal.dumps(marshal.loads(rules[2])[:3]),
+               *rules[2:]]
+    body = marshal.dumps((header, (phases, owners, ids, spoiled, tables, always)))
+    f.write_bytes(store.digest_of(body) + body)
+    rs = load_rules()
+    assert isinstance(rs.rules, cache.LazyRules)
+    assert _plain(rs) == reference
+
+
+def test_a_kept_rule_set_shows_where_its_packs_are_now(home, packs, tmp_path, monkeypatch):
+    """The same bytes elsewhere: the kept set names the files it was loaded from this time."""
+    import shutil
+
+    load_rules()
+    moved = tmp_path / "moved" / "rules"
+    shutil.copytree(packs, moved)
+    monkeypatch.setattr("logsense.rules.bundled_rules_dir", lambda: moved)
+    rs = load_rules()
+    assert isinstance(rs.rules, cache.LazyRules)
+    assert all(s.startswith(str(moved)) for s in rs.sources)
+    assert {r.spec.path for r in rs.rules} <= set(rs.sources) and rs.rules[0].spec.path.startswith(str(moved))
+
+
 def test_the_path_is_the_one_read_now(home, tmp_path):
     """The same bytes in two places: each rule names the file it was loaded from."""
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"

@@ -18,7 +18,7 @@ def list_rules(rules=None, only_rules=None, fmt: str = "text") -> int:
         return 0
     from logsense.report.rules_text import render_rule_list
 
-    render_rule_list(console(), rs.rules, len(rs.sources))
+    render_rule_list(console(), list(rs.rules), len(rs.sources))
     return 0
 
 
@@ -51,7 +51,7 @@ def test(rules=None, only_rules=None, rule_id: str | None = None, verbose: bool 
     from logsense.report.rules_text import render_checked
 
     rs = rules_from_options(rules, only_rules)
-    selected = [_rule(rs, rule_id)] if rule_id is not None else rs.rules
+    selected = [_rule(rs, rule_id)] if rule_id is not None else list(rs.rules)
     results = run_examples(rs, rule_id)
     problems = check_rule_examples(rs, selected, results)
     if rule_id is None:

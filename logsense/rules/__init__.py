@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
@@ -34,13 +35,23 @@ def verdict_rules_dir() -> Path:
 class RuleSet:
     """The rules of one analysis, with the phase file's phases and the packs they came from."""
 
-    def __init__(self, rules: list[CompiledRule], phases: list[PhaseSpec], sources: list[str] | None = None) -> None:
+    def __init__(self, rules: Sequence[CompiledRule], phases: list[PhaseSpec], sources: list[str] | None = None) -> None:
         self.rules = rules
         self.phases = phases
         self.sources = sources if sources is not None else []
 
     def get(self, rule_id: str) -> CompiledRule | None:
-        return next((r for r in self.rules if r.id == rule_id), None)
+        at = self._positions.get(rule_id)
+        return self.rules[at] if at is not None else None
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        """Each rule id's place (the first, should two rules share one), read without decoding a cached rule."""
+        ids = self.rules.ids if isinstance(self.rules, cache.LazyRules) else [r.id for r in self.rules]
+        out: dict[str, int] = {}
+        for i, rule_id in enumerate(ids):
+            out.setdefault(rule_id, i)
+        return out
 
     @cached_property
     def index(self) -> LiteralIndex[RuleKey]:
@@ -147,6 +158,82 @@ def _load_rules(extra: list[str] | None, only: list[str] | None, strict: bool) -
     if only and verdict.is_dir() and not any(r.resolve() == verdict.resolve() or r.resolve() in verdict.resolve().parents
                                              for r in roots if r.exists()):
         roots.append(verdict)  # whatever the cause rules, the fatal signals decide the verdict
+    files = _rule_files(roots)
+    kept = _cached_set(files) if files is not None else None
+    if kept is not None:
+        return kept
+    rs, errors = _parse_rules(roots)
+    if errors and strict:
+        raise RuleErrors(errors)
+    if files is not None and not errors:
+        _store_set(files, rs)
+    return rs
+
+
+def _rule_files(roots: list[Path]) -> list[Path] | None:
+    """The phase file, then every pack file, that `_parse_rules` reads for `roots` (None: a root is missing)."""
+    packs: list[Path] = []
+    phases = None
+    for root in roots:
+        if not root.exists():
+            return None
+        if root.is_dir() and (root / "phases.yaml").is_file():
+            phases = root / "phases.yaml"
+        packs += pack_files(root)
+    if phases is None:
+        phases = bundled_rules_dir() / "phases.yaml"
+        if not phases.is_file():
+            return None
+    return [phases, *packs]
+
+
+def _set_name(datas: list[bytes]) -> str:
+    """The entry name of a whole rule set: the phase file's bytes, then each pack's, in load order."""
+    return cache.key("set", b"".join(len(d).to_bytes(8, "little") + d for d in datas))
+
+
+def _cached_set(files: list[Path]) -> RuleSet | None:
+    """The rule set these files gave before, its rules decoded when first used; None when it is not kept."""
+    try:
+        datas = [p.read_bytes() for p in files]
+    except OSError:
+        return None
+    entry = cache.load_set(_set_name(datas))
+    if entry is None:
+        return None
+    phases, owners, ids, rules, tables, always = entry
+    sources = [display(p) for p in files[1:]]
+    if any(type(i) is not int or not 0 <= i < len(sources) for i in owners):
+        return None
+    rs = RuleSet(cache.LazyRules(rules, ids, [sources[i] for i in owners], _rule_from_pack), phases, sources)
+    rs.index = LiteralIndex((), always, tables=tables)
+    return rs
+
+
+def _rule_from_pack(path: str, rule_id: str) -> CompiledRule:
+    """Rule `rule_id` as its pack file gives it now (a kept rule that cannot be decoded)."""
+    rules, errors = _compile_pack(Path(path), path)
+    found = next((r for r in rules if r.id == rule_id), None)
+    if found is None or errors:
+        raise RuleErrors(errors or [RuleError(path, None, f"rule {rule_id!r} is no longer in this pack: load again")])
+    return found
+
+
+def _store_set(files: list[Path], rs: RuleSet) -> None:
+    """Keep a rule set read without a problem, under its files' bytes (quietly not, when they cannot be read)."""
+    try:
+        datas = [p.read_bytes() for p in files]
+    except OSError:
+        return
+    owner = {shown: i for i, shown in enumerate(rs.sources)}
+    if any(r.spec.path not in owner for r in rs.rules):
+        return
+    cs, ci = rs.index.tables
+    cache.store_set(_set_name(datas), rs.phases, [owner[r.spec.path] for r in rs.rules],
+                    [_placed(r, "") for r in rs.rules], (cs, ci), rs.index.always)
+
+
+def _parse_rules(roots: list[Path]) -> tuple[RuleSet, list[RuleError]]:
     errors: list[RuleError] = []
     rules: list[CompiledRule] = []
     seen: dict[str, str] = {}
@@ -178,6 +265,4 @@ def _load_rules(extra: list[str] | None, only: list[str] | None, strict: bool) -
         bundled = bundled_rules_dir() / "phases.yaml"
         phases = _cached_phases(bundled, display(bundled)) if bundled.is_file() else []
     errors.extend(unknown_phases(rules, phase_names(phases)))
-    if errors and strict:
-        raise RuleErrors(errors)
-    return RuleSet(rules, phases, sources)
+    return RuleSet(rules, phases, sources), errors

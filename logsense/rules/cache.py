@@ -8,11 +8,11 @@ was stored is not stored: a wrong or corrupt entry costs a re-parse, never a wro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import Enum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from logsense import cache
 
@@ -254,3 +254,89 @@ def store(name: str, value: Any) -> None:
     except (ValueError, TypeError, KeyError, IndexError, RecursionError):
         return
     cache.store(name, plain)
+
+
+class LazyRules(Sequence[Any]):
+    """A kept rule set's rules, each decoded when first used: an analysis reaches a third of them.
+
+    Each is kept as its own marshal bytes, inside the entry (whose digest covers them): reading the
+    entry then copies them whole instead of building every rule's plain data.
+
+    A rule that cannot be decoded is read from its pack again (`reread(path, id)`): a wrong entry
+    costs that pack's parse, never a wrong rule.
+    """
+
+    def __init__(self, encoded: list[Any], ids: list[str], paths: list[str],
+                 reread: Callable[[str, str], Any]) -> None:
+        self._encoded = encoded
+        self._rules: list[Any] = [None] * len(encoded)
+        self.ids = ids
+        self._paths = paths
+        self._reread = reread
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        rule = self._rules[i]
+        if rule is None:
+            rule = self._rules[i] = self._decode(i if i >= 0 else i + len(self))
+        return rule
+
+    def _decode(self, i: int) -> Any:
+        from logsense.rules.compile import CompiledRule
+
+        import marshal
+
+        try:
+            rule = decode(marshal.loads(self._encoded[i]))
+            if type(rule) is not CompiledRule or rule.spec.id != self.ids[i]:
+                raise TypeError("not the rule kept here")
+        except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+            return self._reread(self._paths[i], self.ids[i])
+        object.__setattr__(rule.spec, "path", self._paths[i])  # seen by no one yet: given its path as __init__ would
+        self._encoded[i] = None
+        return rule
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))  # sent elsewhere whole, as the list it stands for
+
+
+def load_set(name: str) -> tuple[list[Any], list[int], list[str], list[Any], tuple[dict, dict], tuple] | None:
+    """A kept rule set: (phases, each rule's pack index, rule ids, encoded rules, literal tables, always), or None."""
+    value = cache.load(name)
+    try:
+        phases_plain, owners, ids, rules, (cs, ci), always = value
+        phases = decode(phases_plain)
+        if not (type(phases) is list and type(owners) is list and type(ids) is list and type(rules) is list
+                and len(owners) == len(ids) == len(rules) and all(type(r) is bytes for r in rules)
+                and type(cs) is dict and type(ci) is dict and type(always) is tuple):
+            return None
+        return phases, owners, ids, rules, (cs, ci), always
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+        return None
+
+
+def store_set(name: str, phases: list[Any], owners: list[int], rules: list[Any], tables: tuple[dict, dict],
+              always: tuple) -> None:
+    """Keep a whole rule set (see `load_set`) when each part comes back the same; quietly not otherwise."""
+    import marshal
+
+    try:
+        plain_phases = encode(phases)
+        plain_rules = [encode(r) for r in rules]
+        if encode(decode(plain_phases)) != plain_phases or any(encode(decode(r)) != r for r in plain_rules):
+            return
+        value = (plain_phases, owners, [r.spec.id for r in rules], [marshal.dumps(r) for r in plain_rules], tables,
+                 always)
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+        return
+    cache.store(name, value)
