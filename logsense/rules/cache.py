@@ -292,9 +292,9 @@ class LazyRules(Sequence[Any]):
         return rule
 
     def _decode(self, i: int) -> Any:
-        from logsense.rules.compile import CompiledRule
-
         import marshal
+
+        from logsense.rules.compile import CompiledRule
 
         try:
             rule = decode(marshal.loads(self._encoded[i]))
