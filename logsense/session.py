@@ -18,13 +18,12 @@ the notes to a view. Each `Note` names a view method and its arguments.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Protocol
 
 from logsense.logtime import parse_time
-from logsense.model import Diagnosis, Record, Report, Status, UpdateKind
+from logsense.model import Diagnosis, Record, Report, Status, UpdateKind, Value, _set
 from logsense.normalize import YEARLESS, in_year
 from logsense.rules import RuleSet
 from logsense.timeline import RESTART_AFTER
@@ -51,60 +50,86 @@ class Outcome(str, Enum):
 EXIT = {Outcome.READY: 0, Outcome.FAILED: 1, Outcome.STOPPED: 1, Outcome.INCOMPLETE: 3, Outcome.NOT_ANSWERING: 4}
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(Value):
     """What a source read: the records of one line or journal entry, and systemd's word about the unit."""
 
-    records: tuple[Record, ...] = ()
-    life: str | None = None  # "start" | "stop" when systemd says the unit starts or stops
-    text: str = ""  # systemd's message, for start and stop
-    at: str | None = None  # when it was said
-    run: str | None = None  # the invocation id, when the source knows it
-    where: dict | None = field(default=None, compare=False)  # the source's position where it begins (--resume)
+    __slots__ = ("records", "life", "text", "at", "run", "where")
+    records: tuple[Record, ...]
+    life: str | None  # "start" | "stop" when systemd says the unit starts or stops
+    text: str  # systemd's message, for start and stop
+    at: str | None  # when it was said
+    run: str | None  # the invocation id, when the source knows it
+    where: dict | None  # the source's position where it begins (--resume)
+
+    def __init__(self, records: tuple[Record, ...] = (), life: str | None = None, text: str = "",
+                 at: str | None = None, run: str | None = None, where: dict | None = None) -> None:
+        _set(self, "records", records)
+        _set(self, "life", life)
+        _set(self, "text", text)
+        _set(self, "at", at)
+        _set(self, "run", run)
+        _set(self, "where", where)
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(Value):
     """One thing for the view to show: `kind` is the view method, `fields` its keyword arguments."""
 
+    __slots__ = ("kind", "fields")
     kind: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any]
+
+    def __init__(self, kind: str, fields: dict[str, Any] | None = None) -> None:
+        _set(self, "kind", kind)
+        _set(self, "fields", fields if fields is not None else {})
 
 
-@dataclass
 class Startup:
     """One startup attempt: its pipeline and what was shown of it."""
 
-    pipeline: Any
-    index: int
-    first_line: int | None = None
-    first_epoch: float | None = None  # the log's time of its first timed record
-    started_at: str | None = None
-    phase: str = "import"
-    phase_epoch: float | None = None
-    progress: tuple[int, int] | None = None
-    ready_since: float | None = None  # seconds from start to ready, on the log's clock
-    stopped: str | None = None
-    failed_at: float | None = None  # monotonic time the failure was first seen
-    failed_epoch: float | None = None  # the log's time then
-    last_epoch: float | None = None  # the log's latest time in this startup
-    lead: tuple[int, float] | None = None  # (priority, confidence) of the root shown in full
-    lead_rule: tuple[str, str | None] | None = None  # its (cause, rule)
-    report: Report | None = None
-    outcome: Outcome | None = None
-    verdict: Verdict | None = None
+    __slots__ = ("pipeline", "index", "first_line", "first_epoch", "started_at", "phase", "phase_epoch", "progress",
+                 "ready_since", "stopped", "failed_at", "failed_epoch", "last_epoch", "lead", "lead_rule", "report",
+                 "outcome", "verdict")
+
+    def __init__(self, pipeline: Any, index: int) -> None:
+        self.pipeline = pipeline
+        self.index = index
+        self.first_line: int | None = None
+        self.first_epoch: float | None = None  # the log's time of its first timed record
+        self.started_at: str | None = None
+        self.phase = "import"
+        self.phase_epoch: float | None = None
+        self.progress: tuple[int, int] | None = None
+        self.ready_since: float | None = None  # seconds from start to ready, on the log's clock
+        self.stopped: str | None = None
+        self.failed_at: float | None = None  # monotonic time the failure was first seen
+        self.failed_epoch: float | None = None  # the log's time then
+        self.last_epoch: float | None = None  # the log's latest time in this startup
+        self.lead: tuple[int, float] | None = None  # (priority, confidence) of the root shown in full
+        self.lead_rule: tuple[str, str | None] | None = None  # its (cause, rule)
+        self.report: Report | None = None
+        self.outcome: Outcome | None = None
+        self.verdict: Verdict | None = None
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Value):
     """How a startup ended, for `history` and the end of `tail`."""
 
+    __slots__ = ("index", "outcome", "report", "started_at", "first_line", "seconds")
     index: int
     outcome: Outcome
     report: Report
     started_at: str | None
     first_line: int | None
     seconds: float | None  # from its first timed line to ready or to the failure
+
+    def __init__(self, index: int, outcome: Outcome, report: Report, started_at: str | None, first_line: int | None,
+                 seconds: float | None) -> None:
+        _set(self, "index", index)
+        _set(self, "outcome", outcome)
+        _set(self, "report", report)
+        _set(self, "started_at", started_at)
+        _set(self, "first_line", first_line)
+        _set(self, "seconds", seconds)
 
 
 class Session:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 
 try:  # CPython's own SHA-256: `import hashlib` would first initialise OpenSSL, as logsense.cache says
     from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # Python 3.10, 3.11
@@ -37,18 +36,25 @@ MTIME_SLACK = 2.0
 HEAD = 1024  # bytes of a file's start that identify its content (a truncation changes them)
 
 
-@dataclass
 class _Open:
-    fd: int
-    ident: tuple[int, int]  # (st_dev, st_ino)
-    offset: int = 0  # bytes read from this file (pending included)
-    pending: bytearray = field(default_factory=bytearray)
-    pending_since: float = 0.0
-    last_data: float = 0.0
-    head: bytes = b""  # the file's first bytes as last seen
-    line_start: int = 0  # where the next line (the pending one) begins
-    codec: TextCodec = field(default_factory=TextCodec)  # UTF-8, or UTF-16 when the file starts with its BOM
-    codec_sure: bool = False  # the codec was read from the file's first two bytes (a BOM is two)
+    """A followed file while it is open: where reading stands in it, and the part line read so far."""
+
+    __slots__ = ("fd", "ident", "offset", "pending", "pending_since", "last_data", "head", "line_start", "codec",
+                 "codec_sure")
+
+    def __init__(self, fd: int, ident: tuple[int, int], offset: int = 0, *, last_data: float = 0.0,
+                 head: bytes = b"", line_start: int = 0, codec: TextCodec | None = None,
+                 codec_sure: bool = False) -> None:
+        self.fd = fd
+        self.ident = ident  # (st_dev, st_ino)
+        self.offset = offset  # bytes read from this file (pending included)
+        self.pending = bytearray()
+        self.pending_since = 0.0
+        self.last_data = last_data
+        self.head = head  # the file's first bytes as last seen
+        self.line_start = line_start  # where the next line (the pending one) begins
+        self.codec = codec if codec is not None else TextCodec()  # UTF-8, or UTF-16 told by its BOM
+        self.codec_sure = codec_sure  # the codec was read from the file's first two bytes (a BOM is two)
 
 
 def fingerprint(head: bytes) -> str:
