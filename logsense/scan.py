@@ -13,26 +13,24 @@ would take turns holding the GIL); the pipe between them is bounded, so memory s
 
 from __future__ import annotations
 
-import array
 import contextlib
-import fcntl
 import io
-import mmap
 import os
-import select
-import signal
 import stat
 import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import Any, BinaryIO, NamedTuple, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn, TypeVar
 
 from logsense.errors import SourceError
 from logsense.framing import FRAMING_LITERALS
 from logsense.normalize import Normalizer
 from logsense.pipeline import Pipeline
 from logsense.sources.recorded import MAX_LINE_BYTES, read_lines
+
+if TYPE_CHECKING:
+    import mmap  # the forked search's modules are imported when a log is big enough for it
 
 BLOCK = 4 << 20
 T = TypeVar("T")
@@ -420,6 +418,9 @@ class _Forked:
     """
 
     def __init__(self, bodies: Iterator[tuple[bytes, int]], scanner: object, at: tuple[int, int] | None) -> None:
+        import fcntl
+        import mmap
+
         r, w = os.pipe()
         with contextlib.suppress(OSError):
             fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_BYTES)
@@ -448,6 +449,9 @@ class _Forked:
         self._done = False
 
     def __iter__(self) -> Iterator[tuple[bytes, Found, bool]]:
+        import array
+        import select
+
         while True:
             if not select.select([self._fd], [], [], 0)[0]:
                 self._shared[0] = 1
@@ -500,6 +504,8 @@ class _Forked:
 
     def close(self) -> None:
         """Stop the child (it has ended unless feeding stopped early; then it may be blocked reading a pipe)."""
+        import signal
+
         os.close(self._fd)
         os.close(self._credit)
         if not self._done:
@@ -523,6 +529,8 @@ def _parent_idle(shared: mmap.mmap) -> bool:
 def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, parent: int, shared: mmap.mmap,
                   credit: int, slot: int, by_place: bool) -> NoReturn:
     """The forked child's whole life: search every block, send it on, exit without running the parent's exit code."""
+    import array
+
     code = 0
     out = os.fdopen(w, "wb", buffering=1 << 16)
     credits, used = SLOTS, 0
@@ -592,6 +600,8 @@ def _with_last(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
 def _close_pipe_writers(keep: int) -> None:
     """Close the child's copies of pipes' write ends: a reader of one (this log's writer among them, or
     whoever reads our output) would otherwise wait for this child's exit to see its end."""
+    import fcntl
+
     with contextlib.suppress(OSError):
         for name in os.listdir("/proc/self/fd"):
             fd = int(name)
@@ -603,6 +613,7 @@ def _close_pipe_writers(keep: int) -> None:
 def _die_with(parent: int) -> None:
     """Have the kernel kill this child when its parent dies: it may be blocked reading a pipe nobody else reads."""
     import ctypes
+    import signal
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from logsense.analysis import analyze_path
 from logsense.commands.common import rules_from_options
 from logsense.errors import ExitCode
-from logsense.report import json as report_json
 
 
 def main(
@@ -27,6 +25,8 @@ def main(
     for i, path in enumerate(paths):
         report, problems = analyze_path(path, rs, classifier=classifier, baseline=baseline, no_rules=no_rules)
         if fmt == "json":
+            from logsense.report import json as report_json
+
             if len(paths) == 1:
                 print(report_json.dumps(report, problems))
             else:
@@ -43,6 +43,8 @@ def main(
         if report.failed:
             code = ExitCode.FAILURE
     if reports:
+        import json
+
         print(json.dumps(reports, ensure_ascii=False, indent=2))
     sys.stdout.flush()
     return int(code)
