@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from logsense.model import Phase, Report, Status
 from logsense.report import live
 from logsense.report import text as report_text
+from logsense.report.term import Terminal
 from logsense.report.text import duration
 
 PACKAGE = Path(__file__).resolve().parent.parent / "logsense"
@@ -26,7 +26,7 @@ def test_duration(seconds, shown):
 
 def _render(thing) -> str:
     buf = io.StringIO()
-    Console(file=buf, width=200, no_color=True).print(thing)
+    Terminal(buf, width=200).print(thing)
     return buf.getvalue()
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from rich.console import Console
 
 from logsense.errors import RuleErrors
 from logsense.pipeline import run
 from logsense.report import text as report_text
+from logsense.report.term import Terminal
 from logsense.rules import bundled_phase_names, bundled_rules_dir, load_rules
 
 NEW_PHASE = """\
@@ -75,7 +75,7 @@ def test_a_phase_added_in_yaml_alone_shows_up(tmp_path, bundled_phases):
     assert [p.name for p in report.phases] == ["server_args", "tokenizer_init"]
     assert report.root is not None and (report.root.rule, report.root.phase) == ("tokenizer-broken", "tokenizer_init")
     buf = io.StringIO()
-    report_text.render(report, Console(file=buf, width=200, no_color=True))
+    report_text.render(report, Terminal(buf, width=200))
     assert "phase tokenizer_init" in buf.getvalue() and "server_args 1 s → tokenizer_init" in buf.getvalue()
 
 

@@ -6,7 +6,6 @@ import io
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from logsense.commands import tail
 from logsense.diff import phase_rows
@@ -14,6 +13,7 @@ from logsense.model import Status
 from logsense.pipeline import run
 from logsense.report import text as report_text
 from logsense.report.live import timeline
+from logsense.report.term import Terminal
 from logsense.rules import RuleSet, bundled_rules_dir, load_rules
 
 # a traceback the server survived: it is dropped once the server is ready, not a failure
@@ -59,7 +59,7 @@ def test_the_bundled_ready_phase_is_marked_ready():
 def test_the_reports_give_the_ready_phase_no_duration(renamed):
     report = run(LOG.splitlines(), renamed)
     buf = io.StringIO()
-    report_text.render(report, Console(file=buf, width=200, no_color=True))
+    report_text.render(report, Terminal(buf, width=200))
     assert "weight_loading 29 s → up\n" in buf.getvalue()
     assert "up" not in timeline(report.phases, 30.0).plain
     rows = {r.name: r for r in phase_rows(report, report, renamed.phase_names)}

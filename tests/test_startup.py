@@ -132,6 +132,23 @@ def test_analyze_json_imports_no_typer_rich_or_parser():
     assert out == "1 []"
 
 
+@pytest.mark.parametrize("argv, code", [
+    (["analyze", str(SMALL)], 1),
+    (["tail", "--until-ready", str(SMALL.parent.parent / "healthy" / "k26-ddtree-ready.log")], 0),
+])
+def test_the_text_report_and_tails_view_import_no_rich(argv, code):
+    """analyze's text report and tail's view are drawn without rich (nor the CLI framework, nor the rule parsers)."""
+    program = ("import sys\nfrom logsense.cli import run\n"
+               f"code = run({argv!r})\n"
+               "heavy = ('typer', 'click', 'rich', 'yaml', 'regex._regex_core', 'subprocess')\n"
+               "print(code, sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in heavy), file=sys.stderr)\n")
+    run = [sys.executable, "-c", program]
+    subprocess.run(run, capture_output=True, check=False, timeout=120)  # the rule packs' cache
+    p = subprocess.run(run, capture_output=True, text=True, check=False, timeout=120)
+    assert p.stderr.splitlines()[-1] == f"{code} []", p.stderr
+    assert p.stdout.strip()  # the report was drawn
+
+
 def test_the_value_types_behave_as_frozen_dataclasses():
     """model's value types are written out, not generated: equal, hashed, shown, copied and pickled by their fields."""
     import pickle

@@ -5,9 +5,8 @@ from __future__ import annotations
 import io
 import re
 
-from rich.console import Console
-
 from logsense.model import Diagnosis, Evidence, Fix, Origin, Report, Status
+from logsense.report.term import Terminal
 from logsense.report.text import render
 
 HOSTILE = (
@@ -22,10 +21,9 @@ def test_report_output_is_inert():
                   (Evidence(1, HOSTILE),), (Fix("flag", HOSTILE, HOSTILE),))
     report = Report(HOSTILE, Status.FAILED, "warmup", (), (d,), {}, 1)
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=True, color_system="truecolor", markup=False, width=200)
-    render(report, console)
+    render(report, Terminal(buf, width=200, colour=True))
     out = buf.getvalue()
-    assert "\x1b" not in SGR.sub("", out), repr(SGR.sub("", out))  # only rich's own colours remain
+    assert SGR.search(out) and "\x1b" not in SGR.sub("", out), repr(SGR.sub("", out))  # only our own colours remain
     assert "\x9b" not in out and "\x07" not in out
     assert "[red]not markup[/red]" in out and "[link=http://evil.example]" in out
 
@@ -66,17 +64,30 @@ def _visible_only(text: str) -> None:
         assert ch not in text, (ch, text)
 
 
-def test_the_safe_console_cleans_every_text_view():
-    from logsense.report.console import SafeConsole
-
+def test_the_terminal_cleans_every_text_view():
     d = Diagnosis("unknown", None, True, Origin.RULE, 0.3, SNEAKY, SNEAKY, "warmup",
                   (Evidence(1, SNEAKY),), (Fix("flag", SNEAKY, SNEAKY),))
     report = Report(SNEAKY, Status.FAILED, "warmup", (), (d,), {}, 1)
     buf = io.StringIO()
-    render(report, SafeConsole(file=buf, force_terminal=True, color_system="truecolor", markup=False, width=200))
+    render(report, Terminal(buf, width=200, colour=True))
     out = SGR.sub("", buf.getvalue())
     _visible_only(out)
     assert "bidievil" in out and "zerowidth" in out
+
+
+def test_what_rich_draws_for_the_terminal_is_cleaned_too():
+    from rich.table import Table
+    from rich.text import Text as RichText
+
+    table = Table("cause")
+    table.add_row(SNEAKY)
+    buf = io.StringIO()
+    terminal = Terminal(buf, width=200, colour=True)
+    terminal.print(table)
+    terminal.print(RichText(SNEAKY + " [red]not markup[/red]", style="bold"))
+    out = SGR.sub("", buf.getvalue())
+    _visible_only(out)
+    assert "bidievil" in out and "zerowidth" in out and "[red]not markup[/red]" in out
 
 
 def test_rules_show_and_pack_errors_print_no_escapes(tmp_path):

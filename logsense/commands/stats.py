@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 
 from logsense.errors import ExitCode, UsageError
-from logsense.report.console import PIPED_WIDTH, SafeConsole, console
+from logsense.report.console import console
+from logsense.report.rich_console import SafeConsole
+from logsense.report.term import PIPED_WIDTH
 
 FORMATS = ("table", "csv", "json", "parquet")
 

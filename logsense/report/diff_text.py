@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from logsense.diff import DiffResult, Run
 from logsense.model import UNKNOWN, Status
 from logsense.normalize import clean
+from logsense.report.term import Terminal
 from logsense.report.text import duration
 from logsense.run_templates import TemplateLine
 
@@ -98,7 +98,7 @@ def _path_entry(first: TemplateLine, frames: list[str]) -> Text:
 _CODE = ("frame", "source", "chain")
 
 
-def _print_entries(console: Console, entries, limit: int, hint: str = "") -> None:
+def _print_entries(console: Terminal, entries, limit: int, hint: str = "") -> None:
     shown, rest = _entries(entries, limit)
     for t in shown:
         console.print(t)
@@ -129,7 +129,7 @@ def _entries(lines: list[TemplateLine], limit: int) -> tuple[list[Text], int]:
     return out, n - i
 
 
-def render(result: DiffResult, console: Console) -> None:
+def render(result: DiffResult, console: Terminal) -> None:
     console.print(_verdict("good", result.good))
     console.print(_verdict("bad", result.bad))
     console.print()

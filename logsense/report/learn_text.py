@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from rich.console import Console
 from rich.text import Text
 
+from logsense.report.term import Terminal
 
-def render_training(console: Console, ev: Any, data: dict[str, Any], path: str, logs: int,
+
+def render_training(console: Terminal, ev: Any, data: dict[str, Any], path: str, logs: int,
                     readme: str | None = None) -> None:
     """What `train` says: the README it updated, the held-out summary, and the model it wrote."""
     if readme is not None:
@@ -26,7 +27,7 @@ def render_training(console: Console, ev: Any, data: dict[str, Any], path: str, 
                    f"temperature {data['temperature']}", "bold")
 
 
-def render_evaluation(console: Console, ev: Any, brief: bool = False) -> None:
+def render_evaluation(console: Terminal, ev: Any, brief: bool = False) -> None:
     """The held-out evaluation; `brief`: the summary table only, without per-cause rows and the confusion matrix."""
     from logsense.learn.linear import UNCAPPED
     from logsense.learn.train import METHODS, TABLE_ROWS, confusion, cv_summary
@@ -78,5 +79,5 @@ def render_evaluation(console: Console, ev: Any, brief: bool = False) -> None:
         _line(console, f"{i + 1:>2} {lab:<{width - 3}}" + cells, None if sum(row) else "dim")
 
 
-def _line(console: Console, text: str, style: str | None = None) -> None:
+def _line(console: Terminal, text: str, style: str | None = None) -> None:
     console.print(Text(text, style=style or ""), soft_wrap=True)

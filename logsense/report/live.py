@@ -5,19 +5,17 @@ in place below them:
     ● cuda_graph_capture  12 s · 95 s since start  [██████████░░░░░░░░░░] 26/52
 
 Phase names and durations are written as the `analyze` report writes them. Log text is data:
-every line is a rich `Text`, never markup, with control sequences stripped.
+every line is a `Text`, never markup, with control sequences stripped.
 """
 
 from __future__ import annotations
 
 import os
 
-from rich.console import Console
-from rich.text import Text
-
 from logsense.model import Diagnosis, Phase, Report, Status
 from logsense.normalize import clean
 from logsense.report import text as report_text
+from logsense.report.term import Terminal, Text
 from logsense.report.text import duration
 
 BAR = 20
@@ -46,13 +44,12 @@ def timeline(phases: tuple[Phase, ...], total: float | None) -> Text:
 
 
 class LiveView:
-    def __init__(self, console: Console, status_line: bool | None = None) -> None:
+    def __init__(self, console: Terminal, status_line: bool | None = None) -> None:
         self.console = console
         if status_line is None:
             status_line = console.file.isatty() and os.environ.get("TERM") != "dumb"
         self.status_line = status_line
         self._drawn = False
-        console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign] # rich would exit 1; a closed pipe is an end
 
     # -- lines that stay -----------------------------------------------------------------------
 
@@ -167,7 +164,7 @@ class LiveView:
             t.append(f"  [{bar(done, total)}] {done}/{total}")
         t.truncate(max(self.console.width - 1, 10))
         self.console.file.write("\r\x1b[2K")
-        self.console.print(t, end="", no_wrap=True, overflow="crop")
+        self.console.print(t, end="")  # never wrapped: truncated above to fit the line
         self.console.file.flush()
         self._drawn = True
 
@@ -182,7 +179,3 @@ class LiveView:
             self.console.file.flush()
         except (OSError, ValueError):
             pass
-
-
-def _broken_pipe() -> None:
-    raise BrokenPipeError

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.text import Text
 
 from logsense.report.tables import rules_table
+from logsense.report.term import Terminal
 from logsense.rules.compile import CompiledRule
 from logsense.rules.loader import RuleSpec
 from logsense.taxonomy import title
@@ -26,7 +26,7 @@ def rule_summary(r: CompiledRule) -> dict[str, Any]:
             "confidence": r.spec.confidence, "source": f"{r.spec.path}:{r.spec.line}"}
 
 
-def render_rule_list(console: Console, rules: list[CompiledRule], packs: int) -> None:
+def render_rule_list(console: Terminal, rules: list[CompiledRule], packs: int) -> None:
     """`rules list`: the table of rules, then how many from how many packs."""
     console.print(rules_table(rules))
     console.print(Text(f"{len(rules)} rules from {packs} packs", style="dim"))
@@ -47,7 +47,7 @@ def rule_json(s: RuleSpec) -> dict[str, Any]:
     }
 
 
-def render_rule(console: Console, s: RuleSpec) -> None:
+def render_rule(console: Terminal, s: RuleSpec) -> None:
     """One rule in full: what it says, its patterns, fixes and examples, and where it is."""
     head = Text(s.id, style="bold")
     head.append(f"  {s.role}, priority {s.priority}, confidence {s.confidence}", style="dim")
@@ -87,7 +87,7 @@ def render_rule(console: Console, s: RuleSpec) -> None:
     console.print(Text(f"source: {s.path}:{s.line}", style="dim"))
 
 
-def render_checked(console: Console, problems: list[Problem], summary: str, *, passed: Iterable[str] = (),
+def render_checked(console: Terminal, problems: list[Problem], summary: str, *, passed: Iterable[str] = (),
                    mark: str = "FAIL ", style: str = "red") -> None:
     """What passed (one green line each), each problem as `mark path:line: message` in `style`, then `summary`."""
     for line in passed:

@@ -1,16 +1,14 @@
 """The terminal report: root cause first, its fix, the symptoms it explains, then the phases.
 
-Log text is data: it is always put into rich `Text` objects, never parsed as markup, and
-control sequences were stripped when the line was normalized.
+Log text is data: it is always put into `Text` objects, never parsed as markup, and the terminal
+cleans control sequences out of every piece before it is written.
 """
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.text import Text
-
 from logsense.model import UNKNOWN, Diagnosis, Origin, Report, RuleProblem, Status
 from logsense.normalize import clean
+from logsense.report.term import Terminal, Text
 
 
 def sureness(confidence: float) -> str:
@@ -58,7 +56,7 @@ def _short(text: str, limit: int = MAX_EVIDENCE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_brief(console: Console, d: Diagnosis, label: str) -> None:
+def render_brief(console: Terminal, d: Diagnosis, label: str) -> None:
     """One line for a secondary cause or a symptom."""
     t = Text(f"  {label} ", style="dim")
     t.append(clean(d.title))
@@ -67,7 +65,7 @@ def render_brief(console: Console, d: Diagnosis, label: str) -> None:
     console.print(t)
 
 
-def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
+def render_diagnosis(console: Terminal, d: Diagnosis, principal: bool) -> None:
     head = Text()
     if d.root and d.cause == UNKNOWN:
         head.append("✗ " + clean(d.title if d.title.startswith("failed") else "failed, cause unknown"),
@@ -114,7 +112,7 @@ def render_diagnosis(console: Console, d: Diagnosis, principal: bool) -> None:
         console.print(Text(f"  {label}: {clean(d.nearest)}", style="dim"))
 
 
-def render(report: Report, console: Console, problems: list[RuleProblem] | None = None) -> None:
+def render(report: Report, console: Terminal, problems: list[RuleProblem] | None = None) -> None:
     """The whole report: the verdict, the principal root cause in full, the others and the symptoms, the phases."""
     title = Text(clean(report.source), style="bold")
     title.append(f"  {report.lines} lines  ", style="dim")
