@@ -78,9 +78,9 @@ def check(data: bytes, encoding: str = "utf-8") -> None:
         b.feed_line(n, text)
     rb = b.finish("fuzz")
     assert [d.cause for d in ra.diagnoses] == [d.cause for d in rb.diagnoses], (data[:300], ra, rb)
-    from rich.console import Console
+    from logsense.report.term import Terminal
 
-    render(ra, Console(file=io.StringIO(), force_terminal=True, markup=False, width=120))
+    render(ra, Terminal(io.StringIO(), width=120, colour=True))
 
 
 def end_is_cr(data: bytes) -> bool:
