@@ -186,6 +186,7 @@ class _Hyperscan:
 
 
 SMALL = 1 << 20  # input up to this size: a backend that builds in milliseconds beats hyperscan's ~0.1 s compile
+WHOLE = 128 << 10  # a process's first input up to this size is fed whole, without a search (about 500 lines)
 
 
 def _backend(cs: list[bytes], ci: list[bytes], size: int | None = None):
@@ -259,6 +260,18 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
     first = [b for b in (next(bodies, None), next(bodies, None)) if b is not None]
     ahead: _Forked | None = None
     scanned: Iterable[tuple[bytes, Found, bool]]
+    if (len(first) < 2 and sum(len(b) for b, _ in first) < WHOLE and not _whole_fed
+            and not os.environ.get("LOGSENSE_SCAN_BACKEND")):
+        # A process's first small log: building the search would cost more than the lines it skips (a batch
+        # of logs builds it at the second, for all the rest). Every line is fed, which is the same report.
+        _fed_whole()
+        ln = 0
+        for body, _ in first:
+            for raw in body[:-1].split(b"\n"):
+                ln += 1
+                p.feed_line(ln, raw[:MAX_LINE_BYTES].decode("utf-8", "replace"))
+        p.lines = max(p.lines, ln)
+        return
     if len(first) < 2:  # the whole log is in one block
         scanner = _backend(cs, ci, sum(len(b) for b, _ in first))
         scanned = ((b, _found(b, scanner), True) for b, _ in first)
@@ -276,6 +289,14 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
     finally:
         if ahead is not None:
             ahead.close()
+
+
+_whole_fed = False  # whether this process has fed a small log whole (the first one)
+
+
+def _fed_whole() -> None:
+    global _whole_fed
+    _whole_fed = True
 
 
 def may_fork() -> bool:

@@ -73,6 +73,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(made, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _searched(monkeypatch):
+    """In-process, every log is searched: a process's first small log, fed whole without a search, is the
+    subject of its own test (test_scan.py); a CLI run in a subprocess is such a first log."""
+    import logsense.scan
+
+    monkeypatch.setattr(logsense.scan, "_whole_fed", True)
+
+
 @pytest.fixture(scope="session")
 def rules():
     from logsense import load_rules

@@ -44,6 +44,19 @@ def _analyze(rules, fp, parallel: bool | None) -> dict:
     return p.finish("x").to_json()
 
 
+def test_the_first_small_log_is_fed_whole_and_the_next_searched(rules, monkeypatch):
+    """A process's first small log is fed without a search (building one costs more than it saves), the
+    next ones through the search: both give the report of feeding every line."""
+    monkeypatch.setattr(scan_module, "_whole_fed", False)
+    scan_module._quick_backend.cache_clear()
+    logs = sorted(CORPORA.rglob("*.log"))[:3]
+    for i, path in enumerate(logs):
+        data = path.read_bytes()
+        assert len(data) < scan_module.WHOLE
+        assert _report(rules, data, scan=True) == _report(rules, data, scan=False)
+        assert scan_module._whole_fed and scan_module._quick_backend.cache_info().currsize == (0 if i == 0 else 1)
+
+
 def _installed(backend: str) -> bool:
     try:
         return _backend([b"x"], [], None).name == backend
