@@ -6,7 +6,6 @@ and plain SGLang output still normalizes. The raw line and its number are always
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -335,6 +334,8 @@ def _vllm_rank(m: re.Match) -> str | None:
 
 
 def _json_entry(raw: str) -> dict | None:
+    import json  # only journalctl's JSON output needs it: not imported by every start
+
     try:
         entry = json.loads(raw)
     except ValueError:
