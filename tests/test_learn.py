@@ -104,6 +104,15 @@ def test_replayed_document_equals_the_attached_digest(incidents, shipped):
         assert p.watcher.doc(p.facts.snapshot()).text == features.doc_of_file(str(inc.log)).text, inc.name
 
 
+def test_the_digest_reads_its_events_in_order_whenever_it_reads_them(monkeypatch):
+    """Events wait unread until the document is asked for (or until UNREAD wait): the document is the
+    one read event by event, on every corpus log."""
+    logs = sorted(CORPORA.rglob("*.log"))
+    late = [features.doc_of_file(str(p)) for p in logs]
+    monkeypatch.setattr(features, "UNREAD", 1)
+    assert [features.doc_of_file(str(p)) for p in logs] == late
+
+
 def test_the_server_is_a_feature():
     doc = features.build_doc([], [], "import", False, 0, 0, server="vllm")
     assert "zzservervllm" in doc.text.split("\n", 1)[0]

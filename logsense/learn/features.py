@@ -138,16 +138,34 @@ class Doc(Value):
         return self.errors_after_ready > 0 if self.ready else bool(self.notes)
 
 
+UNREAD = 256  # events kept as they came until the digest is read, or until there are this many
+
+
 class Digest:
-    """Fed every event of a pipeline; keeps the distinct error-ish events and the last few events."""
+    """Fed every event of a pipeline; keeps the distinct error-ish events and the last few events.
+
+    Events are read in order when the document is asked for, or once UNREAD of them wait: a log
+    that a rule explains never asks, and its events then cost nothing to mask.
+    """
 
     def __init__(self) -> None:
         self.errors: dict[str, Note] = {}  # masked text -> note; insertion order, most recent last
         self.tail: deque[Event] = deque(maxlen=TAIL_EVENTS)
         self.tracebacks = 0
         self._shapes: dict[str, str] = {}  # an event's text with digits as 0 -> its masked text
+        self._unread: list[Event] = []
 
     def add(self, event: Event) -> None:
+        self._unread.append(event)
+        if len(self._unread) >= UNREAD:
+            self._read()
+
+    def _read(self) -> None:
+        unread, self._unread = self._unread, []
+        for event in unread:
+            self._take(event)
+
+    def _take(self, event: Event) -> None:
         if event.kind == EventKind.TRACEBACK:
             self.tracebacks += 1
         elif event.kind == EventKind.LINE:
@@ -181,6 +199,7 @@ class Digest:
     def doc(self, phase: str = "import", ready_line: int | None = None, since_line: int = 0,
             server: str | None = None) -> Doc:
         """The document of what was seen from `since_line` on (a restart's new start)."""
+        self._read()
         notes = sorted((n for n in self.errors.values() if n.line >= since_line), key=lambda n: n.line)
         tail: list[Note] = []
         if not notes:  # nothing error-ish (a hang, a cut log): the last events are all there is to read
