@@ -21,6 +21,7 @@ except ImportError:  # another Python
 
 SCHEMA = 1
 KEEP = 256  # entries kept (~50 KB each): a rule set is ~25, each edit of a pack adds one, the oldest go
+KEEP_PARTS = 8  # entries with parts kept (a whole rule set, ~1 MB each): one per rule set in use
 _ERRORS = (OSError, ValueError, TypeError, EOFError, RecursionError)
 
 
@@ -94,6 +95,65 @@ def store(name: str, value: Any) -> None:
         pass
 
 
+def store_parts(name: str, value: Any, parts: list[bytes]) -> None:
+    """Keep `value` as entry `name` with `parts` (bytes) in a file beside it, each checked only when read.
+
+    The parts are written first: a reader that finds the new entry beside the old parts finds
+    their digests wrong, which is a miss for those parts.
+    """
+    folder = cache_dir()
+    if folder is None:
+        return
+    try:
+        entries = folder / "entries"
+        entries.mkdir(parents=True, exist_ok=True)
+        tmp = entries / f".{name}.{os.getpid()}.parts.tmp"
+        tmp.write_bytes(b"".join(parts))
+        tmp.replace(entries / f"{name}.parts")
+    except _ERRORS:
+        return
+    store(name, (value, [(len(p), digest_of(p)) for p in parts]))
+
+
+def load_parts(name: str) -> tuple[Any, Parts] | None:
+    """What `store_parts` kept as `name`: its value and its parts, or None."""
+    entry = load(name)
+    folder = cache_dir()
+    if entry is None or folder is None:
+        return None
+    try:
+        value, index = entry
+        data = (folder / "entries" / f"{name}.parts").read_bytes()
+        return value, Parts(data, index)
+    except _ERRORS:
+        return None
+
+
+class Parts:
+    """An entry's parts, each checked against its digest when taken: `parts[i]` raises ValueError when damaged."""
+
+    def __init__(self, data: bytes, index: list[tuple[int, bytes]]) -> None:
+        self._data = data
+        self._index = index
+        self._starts = [0]
+        for size, _digest in index:
+            self._starts.append(self._starts[-1] + size)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, i: int) -> bytes:
+        size, digest = self._index[i]
+        part = self._data[self._starts[i] : self._starts[i] + size]
+        if len(part) != size or digest_of(part) != digest:
+            raise ValueError(f"part {i} is damaged")
+        return part
+
+
 def _prune(entries: Path) -> None:
     for old in sorted(entries.glob("*.bin"), key=lambda p: p.stat().st_mtime)[:-KEEP]:
         old.unlink(missing_ok=True)
+        old.with_suffix(".parts").unlink(missing_ok=True)
+    for old in sorted(entries.glob("*.parts"), key=lambda p: p.stat().st_mtime)[:-KEEP_PARTS]:
+        old.unlink(missing_ok=True)
+        old.with_suffix(".bin").unlink(missing_ok=True)

@@ -123,10 +123,10 @@ def test_an_edited_pack_is_read_again(home, tmp_path):
 
 
 def _set_entry(home: Path) -> tuple[Path, tuple, tuple]:
-    """The whole-set entry (the largest one): its file, header and value."""
+    """The whole-set entry (the one with parts beside it): its file, header and value."""
     import marshal
 
-    f = max(_entries(home), key=lambda e: e.stat().st_size)
+    f = next(e for e in _entries(home) if e.with_suffix(".parts").exists())
     header, value = marshal.loads(f.read_bytes()[32:])
     return f, header, value
 
@@ -153,17 +153,31 @@ def test_a_kept_rule_set_alone_is_enough_and_decodes_rules_when_used(home, refer
 
 
 def test_a_kept_rule_that_does_not_decode_is_read_from_its_pack(home, reference):
+    """A part whose bytes are damaged, and one well formed but not the rule kept there: each is read again."""
     import marshal
 
     load_rules()
-    f, header, value = _set_entry(home)
-    phases, owners, ids, rules, tables, always = value
-    spoiled = [marshal.dumps(("\0logsense", 0, "NotAType", 1)), marshal.dumps(marshal.loads(rules[2])[:3]),
-               *rules[2:]]
-    body = marshal.dumps((header, (phases, owners, ids, spoiled, tables, always)))
+    f, header, (kept, index) = _set_entry(home)
+    parts = f.with_suffix(".parts")
+    data = bytearray(parts.read_bytes())
+    data[3] ^= 0xFF  # in the first rule's bytes: its digest no longer matches
+    first = index[0][0]
+    wrong = marshal.dumps(("\0logsense", 0, "NotAType", 1))  # the second rule's place, with a good digest
+    data[first : first + index[1][0]] = wrong
+    index = [index[0], (len(wrong), store.digest_of(wrong)), *index[2:]]
+    parts.write_bytes(bytes(data))
+    body = marshal.dumps((header, (kept, index)))
     f.write_bytes(store.digest_of(body) + body)
     rs = load_rules()
     assert isinstance(rs.rules, cache.LazyRules)
+    assert _plain(rs) == reference
+
+
+def test_missing_parts_are_a_miss(home, reference):
+    load_rules()
+    f, _header, _value = _set_entry(home)
+    f.with_suffix(".parts").unlink()
+    rs = load_rules()
     assert _plain(rs) == reference
 
 
@@ -410,3 +424,15 @@ def test_the_re_table_goes_back_only_where_it_came_from(re_table, tmp_path, monk
     monkeypatch.setenv("XDG_CACHE_HOME", str(elsewhere))
     re_cache._store()
     assert not elsewhere.exists()
+
+
+def test_few_entries_with_parts_are_kept(home):
+    """A whole rule set is ~1 MB: only the newest few are kept, each with its entry."""
+    for i in range(store.KEEP_PARTS + 3):
+        store.store_parts(f"set{i}", i, [b"x" * 10])
+        os.utime(home / f"set{i}.parts", (i, i))
+    store.store_parts("last", 0, [b"y"])
+    kept = sorted(p.stem for p in home.glob("*.parts"))
+    assert len(kept) == store.KEEP_PARTS and "last" in kept and "set0" not in kept
+    assert sorted(p.stem for p in home.glob("*.bin")) == kept
+    assert store.load_parts("last")[1][0] == b"y" and store.load_parts("set0") is None

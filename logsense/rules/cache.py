@@ -259,14 +259,14 @@ def store(name: str, value: Any) -> None:
 class LazyRules(Sequence[Any]):
     """A kept rule set's rules, each decoded when first used: an analysis reaches a third of them.
 
-    Each is kept as its own marshal bytes, inside the entry (whose digest covers them): reading the
-    entry then copies them whole instead of building every rule's plain data.
+    Each is kept as its own marshal bytes, a part of the entry checked when the rule is first used:
+    a start reads and checks the rules it uses, not all of them.
 
     A rule that cannot be decoded is read from its pack again (`reread(path, id)`): a wrong entry
     costs that pack's parse, never a wrong rule.
     """
 
-    def __init__(self, encoded: list[Any], ids: list[str], paths: list[str],
+    def __init__(self, encoded: cache.Parts, ids: list[str], paths: list[str],
                  reread: Callable[[str, str], Any]) -> None:
         self._encoded = encoded
         self._rules: list[Any] = [None] * len(encoded)
@@ -300,25 +300,27 @@ class LazyRules(Sequence[Any]):
             rule = decode(marshal.loads(self._encoded[i]))
             if type(rule) is not CompiledRule or rule.spec.id != self.ids[i]:
                 raise TypeError("not the rule kept here")
-        except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+        except (ValueError, TypeError, KeyError, IndexError, EOFError, RecursionError):
             return self._reread(self._paths[i], self.ids[i])
         object.__setattr__(rule.spec, "path", self._paths[i])  # seen by no one yet: given its path as __init__ would
-        self._encoded[i] = None
         return rule
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (list, (list(self),))  # sent elsewhere whole, as the list it stands for
 
 
-def load_set(name: str) -> tuple[list[Any], list[int], list[str], list[Any], tuple[dict, dict], tuple] | None:
-    """A kept rule set: (phases, each rule's pack index, rule ids, encoded rules, literal tables, always), or None."""
-    value = cache.load(name)
+def load_set(name: str) -> tuple[list[Any], list[int], list[str], cache.Parts, tuple[dict, dict], tuple] | None:
+    """A kept rule set: (phases, each rule's pack index, rule ids, each rule's bytes, literal tables, always), or None."""
+    kept = cache.load_parts(name)
+    if kept is None:
+        return None
+    value, rules = kept
     try:
-        phases_plain, owners, ids, rules, (cs, ci), always = value
+        phases_plain, owners, ids, (cs, ci), always = value
         phases = decode(phases_plain)
-        if not (type(phases) is list and type(owners) is list and type(ids) is list and type(rules) is list
-                and len(owners) == len(ids) == len(rules) and all(type(r) is bytes for r in rules)
-                and type(cs) is dict and type(ci) is dict and type(always) is tuple):
+        if not (type(phases) is list and type(owners) is list and type(ids) is list
+                and len(owners) == len(ids) == len(rules) and type(cs) is dict and type(ci) is dict
+                and type(always) is tuple):
             return None
         return phases, owners, ids, rules, (cs, ci), always
     except (ValueError, TypeError, KeyError, IndexError, RecursionError):
@@ -335,8 +337,8 @@ def store_set(name: str, phases: list[Any], owners: list[int], rules: list[Any],
         plain_rules = [encode(r) for r in rules]
         if encode(decode(plain_phases)) != plain_phases or any(encode(decode(r)) != r for r in plain_rules):
             return
-        value = (plain_phases, owners, [r.spec.id for r in rules], [marshal.dumps(r) for r in plain_rules], tables,
-                 always)
+        value = (plain_phases, owners, [r.spec.id for r in rules], tables, always)
+        parts = [marshal.dumps(r) for r in plain_rules]
     except (ValueError, TypeError, KeyError, IndexError, RecursionError):
         return
-    cache.store(name, value)
+    cache.store_parts(name, value, parts)
