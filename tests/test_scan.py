@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import threading
+from typing import BinaryIO
 
 import pytest
 
@@ -17,7 +18,7 @@ from logsense.analysis import analysis_pipeline
 from logsense.errors import SourceError
 from logsense.pipeline import Pipeline
 from logsense.scan import BACKENDS, _backend, feed_stream
-from logsense.sources.recorded import open_recorded, read_lines
+from logsense.sources.recorded import as_text_bytes, open_recorded, read_lines
 
 SMALL_BLOCK = 8192  # so that many corpus logs span several blocks and the forked search runs on them
 
@@ -223,6 +224,36 @@ def test_odd_encodings_are_read_as_text(tmp_path, encode):
         code, rep = _analyze_bytes(tmp_path, "x.log.gz", encode(text), scan)
         assert code == 1, rep
         assert rep["lines"] == 301 and rep["diagnoses"][0]["cause"] == "flash_attn_cute_unavailable"
+
+
+@pytest.mark.parametrize("opened", ["bytes", "file", "pipe"])
+def test_lone_cr_line_ends_are_told_by_the_first_64_kib_however_the_log_is_opened(rules, tmp_path, opened):
+    """The fuzzer's case: no \r in the first 8 KiB, one within 64 KiB. A peek gives one read's worth (a
+    reader's 4 or 8 KiB buffer, or what a pipe held), so the log was read as one 64 KiB line."""
+    lines = [b"A" * 8192, b"A" * 57302, b'  File "/x/sglang/srt/a.py", line 1, in f']
+    data = b"\r".join(lines)
+    if opened == "bytes":
+        fp: BinaryIO = io.BufferedReader(io.BytesIO(data))
+    elif opened == "file":
+        (tmp_path / "x.log").write_bytes(data)
+        fp = open(tmp_path / "x.log", "rb")  # closed with the text stream below
+    else:
+        r, w = os.pipe()
+
+        def write() -> None:
+            with os.fdopen(w, "wb") as out:
+                for i in range(0, len(data), 1000):
+                    out.write(data[i : i + 1000])
+                    out.flush()
+
+        threading.Thread(target=write, daemon=True).start()
+        fp = os.fdopen(r, "rb")
+    p = Pipeline(rules)
+    with as_text_bytes(fp, "x") as text:
+        feed_stream(text, p, "x")
+    scanned = p.finish("x").to_json()
+    assert scanned == _report(rules, b"\n".join(lines), scan=False)
+    assert scanned["lines"] == 3 and scanned["status"] == "failed"
 
 
 def test_zstd_is_a_clear_error_not_binary(tmp_path):

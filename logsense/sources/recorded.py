@@ -173,7 +173,7 @@ def as_text_bytes(fp: BinaryIO, name: str) -> BinaryIO:
     codec = codec_of(head)
     if codec.encoding is not None:
         return as_text_bytes(io.BufferedReader(_Recoded(buffered, codec, name), BLOCK), name)
-    start = _peek(buffered, 1 << 16, name)
+    start, buffered = _head(buffered, 1 << 16, name)
     if b"\r" in start and b"\n" not in start:
         return io.BufferedReader(_Recoded(buffered, None, name), BLOCK)
     width = wrap_width(start)
@@ -215,6 +215,29 @@ def _peek(fp: BinaryIO, n: int, name: str) -> bytes:
         raise SourceError(f"{name}: compressed data is truncated or corrupt ({e})") from None
     except OSError as e:
         raise SourceError(f"{name}: cannot read: {e.strerror or e}") from None
+
+
+def _head(fp: BinaryIO, n: int, name: str) -> tuple[bytes, BinaryIO]:
+    """The first `n` bytes of `fp` (fewer only when it is shorter), and the stream to read it from now on.
+
+    A peek gives what the reader has buffered, one read's worth (4 or 8 KiB, or what a pipe held): a
+    decision on the first 64 KiB made on it would depend on how the log was opened. A file that can
+    seek is read and sought back (it stays a plain file, which the block scanner reads again by place);
+    any other stream gets a buffer that holds the whole head.
+    """
+    head = _peek(fp, n, name)
+    if len(head) >= n:
+        return head, fp
+    try:
+        if isinstance(getattr(fp, "raw", None), io.FileIO) and fp.seekable():
+            at = fp.tell()
+            head = fp.read(n)
+            fp.seek(at)
+            return head, fp
+    except OSError as e:
+        raise SourceError(f"{name}: cannot read: {e.strerror or e}") from None
+    wide = io.BufferedReader(fp, n)  # type: ignore[type-var]
+    return _peek(wide, n, name), wide
 
 
 def lzma_errors() -> type[Exception]:
