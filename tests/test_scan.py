@@ -217,6 +217,7 @@ def test_a_literal_split_by_noise_is_still_found(rules, noise):
     pytest.param(lambda t: t.replace("\n", "\r").encode(), id="cr-only"),
     pytest.param(lambda t: __import__("bz2").compress(t.encode()), id="bzip2"),
     pytest.param(lambda t: __import__("lzma").compress(t.encode()), id="xz"),
+    pytest.param(lambda t: __import__("gzip").compress(__import__("gzip").compress(t.encode())), id="gzip-twice"),
 ])
 def test_odd_encodings_are_read_as_text(tmp_path, encode):
     text = FILLER.decode() + FA4.replace("\x1b[0m", "")

@@ -159,7 +159,8 @@ def as_text_bytes(fp: BinaryIO, name: str) -> BinaryIO:
     buffered = fp if hasattr(fp, "peek") else io.BufferedReader(fp)  # type: ignore[type-var]
     head = _peek(buffered, 8, name)
     if head[:2] == b"\x1f\x8b":
-        return as_text_bytes(io.BufferedReader(gzip.GzipFile(fileobj=buffered)), name)
+        # mode given: else GzipFile takes `buffered`'s, an int (a GzipFile's own) when it reads a .gz inside a .gz
+        return as_text_bytes(io.BufferedReader(gzip.GzipFile(fileobj=buffered, mode="rb")), name)
     if head[:3] == _BZ2 and head[3:4].isdigit():
         import bz2
 
