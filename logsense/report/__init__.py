@@ -1,3 +1,3 @@
-"""Rendering a Report: text (rich), json (the contract); FORMATS names them."""
+"""Rendering a Report: text (report.term; rich only for tables), json (the contract); FORMATS names them."""
 
 FORMATS = ("text", "json")
