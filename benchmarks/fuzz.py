@@ -5,7 +5,7 @@
 
 Logs mix real SGLang, journalctl, traceback and compiler lines with random bytes, escapes,
 huge lines, odd line ends and encodings; every input must give a report whose JSON renders, and
-the fast scanner must agree with reading every line. Packs, models, archives and state files are
+the fast scanner must give the report of reading every line. Packs, models, archives and state files are
 mutated from valid ones (YAML aliases and tags, wrong types, truncation, random bytes) and run
 through the command line: each must end in a result or a one-line error (exit 0, 1 or 2), never
 an internal error (exit 70) or a hang. Prints how many inputs were tried.
@@ -90,7 +90,7 @@ def check(data: bytes, encoding: str = "utf-8") -> None:
     for n, text in read_lines(io.BytesIO(whole)):
         b.feed_line(n, text)
     rb = b.finish("fuzz")
-    assert [d.cause for d in ra.diagnoses] == [d.cause for d in rb.diagnoses], (data[:300], ra, rb)
+    assert ra.to_json() == rb.to_json(), (data[:300], ra, rb)  # the whole report, not only the causes
     from logsense.report.term import Terminal
 
     render(ra, Terminal(io.StringIO(), width=120, colour=True))
