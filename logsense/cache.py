@@ -98,21 +98,27 @@ def store(name: str, value: Any) -> None:
 def store_parts(name: str, value: Any, parts: list[bytes]) -> None:
     """Keep `value` as entry `name` with `parts` (bytes) in a file beside it, each checked only when read.
 
-    The parts are written first: a reader that finds the new entry beside the old parts finds
-    their digests wrong, which is a miss for those parts.
+    The parts file is named by its contents, and the entry names it: two processes keeping the
+    same entry at once each pair their own (a part's bytes may differ from one process to the
+    next: the `regex` module's compiled form follows the string hashes). The parts go first.
     """
     folder = cache_dir()
     if folder is None:
         return
+    index = [(len(p), digest_of(p)) for p in parts]
+    token = digest_of(b"".join(d for _, d in index)).hex()[:16]
     try:
         entries = folder / "entries"
         entries.mkdir(parents=True, exist_ok=True)
         tmp = entries / f".{name}.{os.getpid()}.parts.tmp"
         tmp.write_bytes(b"".join(parts))
-        tmp.replace(entries / f"{name}.parts")
+        tmp.replace(entries / f"{name}.{token}.parts")
     except _ERRORS:
         return
-    store(name, (value, [(len(p), digest_of(p)) for p in parts]))
+    store(name, (value, token, index))
+    for other in _parts_files(folder / "entries", name):
+        if other.name != f"{name}.{token}.parts":
+            other.unlink(missing_ok=True)
 
 
 def load_parts(name: str) -> tuple[Any, Parts] | None:
@@ -122,11 +128,27 @@ def load_parts(name: str) -> tuple[Any, Parts] | None:
     if entry is None or folder is None:
         return None
     try:
-        value, index = entry
-        data = (folder / "entries" / f"{name}.parts").read_bytes()
+        value, token, index = entry
+        data = (folder / "entries" / f"{name}.{token}.parts").read_bytes()
         return value, Parts(data, index)
     except _ERRORS:
         return None
+
+
+def drop(name: str) -> None:
+    """Remove entry `name` and its parts, quietly when there is none or the dir is not writable."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    try:
+        for path in [folder / "entries" / f"{name}.bin", *_parts_files(folder / "entries", name)]:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _parts_files(entries: Path, name: str) -> list[Path]:
+    return list(entries.glob(f"{name}.*.parts"))
 
 
 class Parts:
@@ -153,7 +175,8 @@ class Parts:
 def _prune(entries: Path) -> None:
     for old in sorted(entries.glob("*.bin"), key=lambda p: p.stat().st_mtime)[:-KEEP]:
         old.unlink(missing_ok=True)
-        old.with_suffix(".parts").unlink(missing_ok=True)
+        for parts in _parts_files(entries, old.stem):
+            parts.unlink(missing_ok=True)
     for old in sorted(entries.glob("*.parts"), key=lambda p: p.stat().st_mtime)[:-KEEP_PARTS]:
         old.unlink(missing_ok=True)
-        old.with_suffix(".bin").unlink(missing_ok=True)
+        (entries / f"{old.name.split('.')[0]}.bin").unlink(missing_ok=True)

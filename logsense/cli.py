@@ -343,6 +343,10 @@ def main() -> None:
     # The collector runs every 700 new objects; a start-up makes ~100k that live as long as the process
     # (modules, rules), and each collection scans them all again: every 20k, it scans them a few times.
     gc.set_threshold(20_000, 10, 10)
+    if sys.stdout is None:  # started with descriptor 1 closed (`>&-`): the output goes nowhere, the exit code stays
+        sys.stdout = open(os.devnull, "w")  # lives as long as the process
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
     _exit(run(sys.argv[1:]))
 
 
@@ -604,7 +608,8 @@ def _crash(e: Exception) -> int:
 def _exit(code: int) -> None:
     # A closed stdout (`| head`) must not turn into a traceback at interpreter exit.
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: started with descriptor 1 closed (`>&-`)
+            sys.stdout.flush()
     except (BrokenPipeError, OSError, ValueError):
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -620,7 +625,8 @@ def _exit(code: int) -> None:
     atexit._run_exitfuncs()  # what is registered to run at exit (the regex table, temporary files) still runs
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # a closed descriptor at start leaves it None
+                stream.flush()
         except (OSError, ValueError):
             pass
     # Tearing down every module and the thousands of rule objects (~7 ms) does nothing a finished run needs.

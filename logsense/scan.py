@@ -439,6 +439,7 @@ class _Forked:
     """
 
     def __init__(self, bodies: Iterator[tuple[bytes, int]], scanner: object, at: tuple[int, int] | None) -> None:
+        import array  # noqa: F401 - for the child, which must not import after the fork
         import fcntl
         import mmap
 
@@ -550,7 +551,7 @@ def _parent_idle(shared: mmap.mmap) -> bool:
 def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, parent: int, shared: mmap.mmap,
                   credit: int, slot: int, by_place: bool) -> NoReturn:
     """The forked child's whole life: search every block, send it on, exit without running the parent's exit code."""
-    import array
+    import array  # imported by the parent before the fork (`_Forked`): found, not loaded, so it cannot fail here
 
     code = 0
     out = os.fdopen(w, "wb", buffering=1 << 16)

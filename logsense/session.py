@@ -61,6 +61,14 @@ class Item(Value):
     run: str | None  # the invocation id, when the source knows it
     where: dict | None  # the source's position where it begins (--resume)
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:  # where it begins is the source's bookkeeping, not what was read
+            return bool(self._values(self)[:5] == self._values(other)[:5])
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values(self)[:5])
+
     def __init__(self, records: tuple[Record, ...] = (), life: str | None = None, text: str = "",
                  at: str | None = None, run: str | None = None, where: dict | None = None) -> None:
         _set(self, "records", records)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import HEALTHY, run_cli
+from conftest import HEALTHY, ROOT, run_cli
 
 LOGSENSE = [sys.executable, "-m", "logsense"]
 
@@ -59,6 +59,17 @@ def _wait_until_reading_stdin(pid: int, timeout: float = 60.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("the process never started reading stdin")
+
+
+def test_a_closed_stdout_keeps_the_exit_code():
+    """Started with descriptor 1 closed (`>&-`): nothing is written, nothing crashes, the verdict is the exit code."""
+    import os
+
+    log = ROOT / "corpora" / "mission" / "python-h-missing.log"
+    for args in (["analyze", str(log)], ["analyze", "--format", "json", str(log)], ["rules", "export"]):
+        p = subprocess.run([*LOGSENSE, *args], stderr=subprocess.PIPE, pass_fds=(), close_fds=True,
+                           preexec_fn=lambda: os.close(1))
+        assert p.returncode == (0 if args[0] == "rules" else 1) and b"internal error" not in p.stderr, (args, p.stderr)
 
 
 def test_ctrl_c_is_130_and_quiet():

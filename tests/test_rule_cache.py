@@ -122,11 +122,16 @@ def test_an_edited_pack_is_read_again(home, tmp_path):
     assert load_rules(only=[str(pack)]).get("cache-test-rule").spec.title == "second"
 
 
+def _parts(entry: Path) -> Path:
+    """The parts file an entry names (a path that does not exist when it has none)."""
+    return next(entry.parent.glob(f"{entry.stem}.*.parts"), entry.with_suffix(".none.parts"))
+
+
 def _set_entry(home: Path) -> tuple[Path, tuple, tuple]:
     """The whole-set entry (the one with parts beside it): its file, header and value."""
     import marshal
 
-    f = next(e for e in _entries(home) if e.with_suffix(".parts").exists())
+    f = next(e for e in _entries(home) if _parts(e).exists())
     header, value = marshal.loads(f.read_bytes()[32:])
     return f, header, value
 
@@ -157,8 +162,8 @@ def test_a_kept_rule_that_does_not_decode_is_read_from_its_pack(home, reference)
     import marshal
 
     load_rules()
-    f, header, (kept, index) = _set_entry(home)
-    parts = f.with_suffix(".parts")
+    f, header, (kept, token, index) = _set_entry(home)
+    parts = _parts(f)
     data = bytearray(parts.read_bytes())
     data[3] ^= 0xFF  # in the first rule's bytes: its digest no longer matches
     first = index[0][0]
@@ -166,17 +171,61 @@ def test_a_kept_rule_that_does_not_decode_is_read_from_its_pack(home, reference)
     data[first : first + index[1][0]] = wrong
     index = [index[0], (len(wrong), store.digest_of(wrong)), *index[2:]]
     parts.write_bytes(bytes(data))
-    body = marshal.dumps((header, (kept, index)))
+    body = marshal.dumps((header, (kept, token, index)))
     f.write_bytes(store.digest_of(body) + body)
     rs = load_rules()
     assert isinstance(rs.rules, cache.LazyRules)
     assert _plain(rs) == reference
 
 
+def test_a_damaged_part_drops_the_entry_for_the_next_start(home, reference):
+    load_rules()
+    f, _header, _value = _set_entry(home)
+    parts = _parts(f)
+    data = bytearray(parts.read_bytes())
+    data[3] ^= 0xFF
+    parts.write_bytes(bytes(data))
+    rs = load_rules()
+    rs.rules[0]  # read from its pack; the entry is dropped
+    assert not f.exists() and not parts.exists()
+    assert _plain(rs) == reference
+    load_rules()
+    assert _set_entry(home)[0].exists()  # kept again, whole
+
+
+def test_a_damaged_part_of_a_pack_edited_since_is_an_error_not_another_rule(home, packs):
+    """The set's other rules and its literal index are the pack as it was loaded: a rule read from the pack as
+    it is now could be another one."""
+    from logsense.errors import RuleErrors
+
+    load_rules()
+    f, _header, _value = _set_entry(home)
+    parts = _parts(f)
+    data = bytearray(parts.read_bytes())
+    data[3] ^= 0xFF
+    parts.write_bytes(bytes(data))
+    rs = load_rules()
+    pack = Path(next(p for p in (packs / "common").glob("*.yaml") if rs.rules.ids[0] in p.read_text()))
+    original = pack.read_bytes()
+    try:
+        pack.write_bytes(original + b"\n")
+        with pytest.raises(RuleErrors, match="changed since the rules were loaded"):
+            rs.rules[0]
+    finally:
+        pack.write_bytes(original)
+
+
+def test_the_code_a_kept_set_depends_on_is_in_its_key():
+    import logsense.prefilter
+    import logsense.rules
+
+    assert {Path(logsense.rules.__file__), Path(logsense.prefilter.__file__)} <= set(cache._CODE)
+
+
 def test_missing_parts_are_a_miss(home, reference):
     load_rules()
     f, _header, _value = _set_entry(home)
-    f.with_suffix(".parts").unlink()
+    _parts(f).unlink()
     rs = load_rules()
     assert _plain(rs) == reference
 
@@ -430,9 +479,21 @@ def test_few_entries_with_parts_are_kept(home):
     """A whole rule set is ~1 MB: only the newest few are kept, each with its entry."""
     for i in range(store.KEEP_PARTS + 3):
         store.store_parts(f"set{i}", i, [b"x" * 10])
-        os.utime(home / f"set{i}.parts", (i, i))
+        os.utime(_parts(home / f"set{i}.bin"), (i, i))
     store.store_parts("last", 0, [b"y"])
-    kept = sorted(p.stem for p in home.glob("*.parts"))
+    kept = sorted(p.name.split(".")[0] for p in home.glob("*.parts"))
     assert len(kept) == store.KEEP_PARTS and "last" in kept and "set0" not in kept
     assert sorted(p.stem for p in home.glob("*.bin")) == kept
     assert store.load_parts("last")[1][0] == b"y" and store.load_parts("set0") is None
+
+
+def test_two_processes_keeping_one_entry_each_pair_their_own_parts(home):
+    """Parts written by one process, the entry by another: the entry names the parts it was written with."""
+    store.store_parts("same", "a", [b"from a"])
+    a_entry = (home / "same.bin").read_bytes()
+    store.store_parts("same", "b", [b"from b"])  # b's parts and entry
+    (home / "same.bin").write_bytes(a_entry)  # a's entry lands last, after b removed a's parts
+    assert store.load_parts("same") is None  # a miss, not b's parts under a's digests
+    store.store_parts("same", "c", [b"from c"])
+    value, parts = store.load_parts("same")
+    assert value == "c" and parts[0] == b"from c" and len(list(home.glob("same.*.parts"))) == 1

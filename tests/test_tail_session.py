@@ -197,3 +197,9 @@ def test_a_file_written_a_moment_ago_waits_out_the_rest_of_the_quiet_time(rules)
     clock.advance(QUIET / 2)
     s.tick(caught_up=True, idle=None)
     assert s.code == 1
+
+
+def test_an_item_is_what_was_read_not_where_it_began():
+    """Two items that read the same are equal and hash alike, wherever the source says they began (--resume)."""
+    a, b = Item((), life="start", text="x", where={"offset": 1}), Item((), life="start", text="x")
+    assert a == b and hash(a) == hash(b) and a != Item((), life="stop", text="x")

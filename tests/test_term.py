@@ -178,3 +178,26 @@ def test_the_console_is_a_terminal_over_stdout(monkeypatch):
     monkeypatch.setattr(sys, "stdout", out)
     terminal = console()
     assert isinstance(terminal, Terminal) and terminal.file is out
+
+
+def test_a_terminal_s_width_follows_its_window(monkeypatch):
+    """tail's status line is cut to the width of the moment: a window made narrower must not leave wrapped rows."""
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    leader, follower = os.openpty()
+    try:
+        with os.fdopen(follower, "w", closefd=False) as tty:
+            for columns in (120, 60):
+                fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+                if columns == 120:
+                    term = Terminal.for_file(tty)
+                assert term.width == columns
+            term.width = 200  # set by a command: kept
+            assert term.width == 200
+    finally:
+        os.close(leader)
+        os.close(follower)

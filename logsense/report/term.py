@@ -102,7 +102,8 @@ class Terminal:
         """`colour`: foreground colours; `styles`: bold, dim and italic (by default with colour); `is_terminal`:
         the file is a terminal or FORCE_COLOR treats it as one (by default: when styles are shown)."""
         self.file = file
-        self.width = width
+        self._width = width
+        self._follows_terminal = False  # the width is the terminal's, read at each use: its window may be resized
         self.colour = colour
         self.styles = colour if styles is None else styles
         self.is_terminal = self.styles if is_terminal is None else is_terminal
@@ -117,7 +118,18 @@ class Terminal:
         styles = is_terminal and os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
         colour = styles and not os.environ.get("NO_COLOR")
         width = _terminal_width(file) if _isatty(file) else PIPED_WIDTH  # FORCE_COLOR into a pipe: still unwrapped
-        return cls(file, width, colour=colour, styles=styles, is_terminal=is_terminal)
+        terminal = cls(file, width, colour=colour, styles=styles, is_terminal=is_terminal)
+        terminal._follows_terminal = _isatty(file)
+        return terminal
+
+    @property
+    def width(self) -> int:
+        return _terminal_width(self.file) if self._follows_terminal else self._width
+
+    @width.setter
+    def width(self, value: int) -> None:
+        self._width = value
+        self._follows_terminal = False
 
     def print(self, *items: object, end: str = "\n", **rich_options: Any) -> None:
         """Write the items on one line, separated by a space. The options are rich's, for rich renderables:

@@ -198,24 +198,39 @@ def _cached_set(files: list[Path]) -> RuleSet | None:
         datas = [p.read_bytes() for p in files]
     except OSError:
         return None
-    entry = cache.load_set(_set_name(datas))
+    name = _set_name(datas)
+    entry = cache.load_set(name)
     if entry is None:
         return None
     phases, owners, ids, rules, tables, always = entry
-    sources = [display(p) for p in files[1:]]
+    packs, kept = files[1:], datas[1:]
+    sources = [display(p) for p in packs]
     if any(type(i) is not int or not 0 <= i < len(sources) for i in owners):
         return None
-    rs = RuleSet(cache.LazyRules(rules, ids, [sources[i] for i in owners], _rule_from_pack), phases, sources)
+
+    def reread(i: int) -> CompiledRule:
+        """A kept rule that cannot be decoded: the entry is dropped (the next start keeps a new one), the rule read
+        from its pack as it was loaded."""
+        cache.drop_set(name)
+        return _rule_from_pack(packs[owners[i]], sources[owners[i]], ids[i], kept[owners[i]])
+
+    rs = RuleSet(cache.LazyRules(rules, ids, [sources[i] for i in owners], reread), phases, sources)
     rs.index = LiteralIndex((), always, tables=tables)
     return rs
 
 
-def _rule_from_pack(path: str, rule_id: str) -> CompiledRule:
-    """Rule `rule_id` as its pack file gives it now (a kept rule that cannot be decoded)."""
-    rules, errors = _compile_pack(Path(path), path)
+def _rule_from_pack(path: Path, shown: str, rule_id: str, loaded: bytes) -> CompiledRule:
+    """Rule `rule_id` of the pack at `path`, which held `loaded` when the rule set was loaded."""
+    try:
+        now = path.read_bytes()
+    except OSError:
+        now = None
+    if now != loaded:  # the rule set's other rules, and its literal index, are the pack's as it was
+        raise RuleErrors([RuleError(shown, None, "the pack changed since the rules were loaded: load them again")])
+    rules, errors = _cached_pack(path, shown)
     found = next((r for r in rules if r.id == rule_id), None)
     if found is None or errors:
-        raise RuleErrors(errors or [RuleError(path, None, f"rule {rule_id!r} is no longer in this pack: load again")])
+        raise RuleErrors(errors or [RuleError(shown, None, f"rule {rule_id!r} is no longer in this pack")])
     return found
 
 

@@ -20,7 +20,9 @@ _HERE = Path(__file__).resolve().parent
 # The code whose behaviour an entry depends on, besides the pack: the parser, the compiler, the
 # field tables, this codec, the fact names a fix template may use, and the cause ids.
 _CODE = (_HERE / "loader.py", _HERE / "compile.py", _HERE / "schema.py", _HERE / "phases.py", _HERE / "cache.py",
-         _HERE.parent / "facts.py", _HERE.parent / "taxonomy.yaml")
+         _HERE.parent / "facts.py", _HERE.parent / "taxonomy.yaml",
+         # a whole set's entry also holds the literal index and the order `load_rules` gives the rules
+         _HERE / "__init__.py", _HERE.parent / "prefilter.py")
 
 
 def key(kind: str, data: bytes) -> str:
@@ -262,12 +264,12 @@ class LazyRules(Sequence[Any]):
     Each is kept as its own marshal bytes, a part of the entry checked when the rule is first used:
     a start reads and checks the rules it uses, not all of them.
 
-    A rule that cannot be decoded is read from its pack again (`reread(path, id)`): a wrong entry
-    costs that pack's parse, never a wrong rule.
+    A rule that cannot be decoded is read from its pack again (`reread(i)`): a wrong entry costs
+    that pack's parse, never a wrong rule.
     """
 
     def __init__(self, encoded: cache.Parts, ids: list[str], paths: list[str],
-                 reread: Callable[[str, str], Any]) -> None:
+                 reread: Callable[[int], Any]) -> None:
         self._encoded = encoded
         self._rules: list[Any] = [None] * len(encoded)
         self.ids = ids
@@ -301,7 +303,7 @@ class LazyRules(Sequence[Any]):
             if type(rule) is not CompiledRule or rule.spec.id != self.ids[i]:
                 raise TypeError("not the rule kept here")
         except (ValueError, TypeError, KeyError, IndexError, EOFError, RecursionError):
-            return self._reread(self._paths[i], self.ids[i])
+            return self._reread(i)
         object.__setattr__(rule.spec, "path", self._paths[i])  # seen by no one yet: given its path as __init__ would
         return rule
 
@@ -325,6 +327,11 @@ def load_set(name: str) -> tuple[list[Any], list[int], list[str], cache.Parts, t
         return phases, owners, ids, rules, (cs, ci), always
     except (ValueError, TypeError, KeyError, IndexError, RecursionError):
         return None
+
+
+def drop_set(name: str) -> None:
+    """Forget a kept rule set (one of its rules did not come back as kept)."""
+    cache.drop(name)
 
 
 def store_set(name: str, phases: list[Any], owners: list[int], rules: list[Any], tables: tuple[dict, dict],
