@@ -178,13 +178,19 @@ def test_a_kept_rule_that_does_not_decode_is_read_from_its_pack(home, reference)
     assert _plain(rs) == reference
 
 
-def test_a_damaged_part_drops_the_entry_for_the_next_start(home, reference):
+def _first_part_damaged(home: Path) -> tuple[Path, Path]:
+    """A kept set whose first rule's bytes no longer match their digest: its entry and parts files."""
     load_rules()
     f, _header, _value = _set_entry(home)
     parts = _parts(f)
     data = bytearray(parts.read_bytes())
     data[3] ^= 0xFF
     parts.write_bytes(bytes(data))
+    return f, parts
+
+
+def test_a_damaged_part_drops_the_entry_for_the_next_start(home, reference):
+    f, parts = _first_part_damaged(home)
     rs = load_rules()
     rs.rules[0]  # read from its pack; the entry is dropped
     assert not f.exists() and not parts.exists()
@@ -198,12 +204,7 @@ def test_a_damaged_part_of_a_pack_edited_since_is_an_error_not_another_rule(home
     it is now could be another one."""
     from logsense.errors import RuleErrors
 
-    load_rules()
-    f, _header, _value = _set_entry(home)
-    parts = _parts(f)
-    data = bytearray(parts.read_bytes())
-    data[3] ^= 0xFF
-    parts.write_bytes(bytes(data))
+    _first_part_damaged(home)
     rs = load_rules()
     pack = Path(next(p for p in (packs / "common").glob("*.yaml") if rs.rules.ids[0] in p.read_text()))
     original = pack.read_bytes()
