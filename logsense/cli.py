@@ -608,8 +608,7 @@ def _crash(e: Exception) -> int:
 def _exit(code: int) -> None:
     # A closed stdout (`| head`) must not turn into a traceback at interpreter exit.
     try:
-        if sys.stdout is not None:  # None: started with descriptor 1 closed (`>&-`)
-            sys.stdout.flush()
+        sys.stdout.flush()
     except (BrokenPipeError, OSError, ValueError):
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -625,8 +624,7 @@ def _exit(code: int) -> None:
     atexit._run_exitfuncs()  # what is registered to run at exit (the regex table, temporary files) still runs
     for stream in (sys.stdout, sys.stderr):
         try:
-            if stream is not None:  # a closed descriptor at start leaves it None
-                stream.flush()
+            stream.flush()
         except (OSError, ValueError):
             pass
     # Tearing down every module and the thousands of rule objects (~7 ms) does nothing a finished run needs.

@@ -265,12 +265,8 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
         # A process's first small log: building the search would cost more than the lines it skips (a batch
         # of logs builds it at the second, for all the rest). Every line is fed, which is the same report.
         _fed_whole()
-        ln = 0
-        for body, _ in first:
-            for raw in body[:-1].split(b"\n"):
-                ln += 1
-                p.feed_line(ln, raw[:MAX_LINE_BYTES].decode("utf-8", "replace"))
-        p.lines = max(p.lines, ln)
+        for line_no, text in read_lines(io.BytesIO(b"".join(b for b, _ in first)), name):
+            p.feed_line(line_no, text)
         return
     if len(first) < 2:  # the whole log is in one block
         scanner = _backend(cs, ci, sum(len(b) for b, _ in first))

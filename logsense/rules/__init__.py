@@ -159,14 +159,15 @@ def _load_rules(extra: list[str] | None, only: list[str] | None, strict: bool) -
                                              for r in roots if r.exists()):
         roots.append(verdict)  # whatever the cause rules, the fatal signals decide the verdict
     files = _rule_files(roots)
-    kept = _cached_set(files) if files is not None else None
+    datas = _read_all(files) if files is not None else None
+    kept = _cached_set(files, datas) if files is not None and datas is not None else None
     if kept is not None:
         return kept
     rs, errors = _parse_rules(roots)
     if errors and strict:
         raise RuleErrors(errors)
-    if files is not None and not errors:
-        _store_set(files, rs)
+    if datas is not None and not errors:
+        _store_set(datas, rs)
     return rs
 
 
@@ -187,17 +188,22 @@ def _rule_files(roots: list[Path]) -> list[Path] | None:
     return [phases, *packs]
 
 
+def _read_all(files: list[Path]) -> list[bytes] | None:
+    """The bytes of each file, or None when one cannot be read (the parse then says why)."""
+    try:
+        return [p.read_bytes() for p in files]
+    except OSError:
+        return None
+
+
 def _set_name(datas: list[bytes]) -> str:
     """The entry name of a whole rule set: the phase file's bytes, then each pack's, in load order."""
     return cache.key("set", b"".join(len(d).to_bytes(8, "little") + d for d in datas))
 
 
-def _cached_set(files: list[Path]) -> RuleSet | None:
-    """The rule set these files gave before, its rules decoded when first used; None when it is not kept."""
-    try:
-        datas = [p.read_bytes() for p in files]
-    except OSError:
-        return None
+def _cached_set(files: list[Path], datas: list[bytes]) -> RuleSet | None:
+    """The rule set these files (holding `datas`) gave before, its rules decoded when first used; None when it
+    is not kept."""
     name = _set_name(datas)
     entry = cache.load_set(name)
     if entry is None:
@@ -234,12 +240,8 @@ def _rule_from_pack(path: Path, shown: str, rule_id: str, loaded: bytes) -> Comp
     return found
 
 
-def _store_set(files: list[Path], rs: RuleSet) -> None:
-    """Keep a rule set read without a problem, under its files' bytes (quietly not, when they cannot be read)."""
-    try:
-        datas = [p.read_bytes() for p in files]
-    except OSError:
-        return
+def _store_set(datas: list[bytes], rs: RuleSet) -> None:
+    """Keep a rule set read without a problem, under its files' bytes."""
     owner = {shown: i for i, shown in enumerate(rs.sources)}
     if any(r.spec.path not in owner for r in rs.rules):
         return
