@@ -323,32 +323,38 @@ class Diagnosis(Value):
 class Phase(Value):
     """A phase of a startup: where it began (time, line) and where it ended."""
 
-    __slots__ = ("name", "start", "end", "start_line", "ready")
+    __slots__ = ("name", "start", "end", "start_line", "ready", "stop")
     name: str
     start: str | None
     end: str | None
     start_line: int
     ready: bool  # the phase file marks it `ready: true`: the server serves from here on
+    stop: bool  # the phase file marks it `stop: true`: the ready server was stopped in an orderly way
 
-    def __init__(self, name: str, start: str | None, end: str | None, start_line: int, ready: bool = False) -> None:
+    def __init__(self, name: str, start: str | None, end: str | None, start_line: int, ready: bool = False,
+                 stop: bool = False) -> None:
         _set(self, "name", name)
         _set(self, "start", start)
         _set(self, "end", end)
         _set(self, "start_line", start_line)
         _set(self, "ready", ready)
+        _set(self, "stop", stop)
 
     @property
     def seconds(self) -> float | None:
         return seconds_between(self.start, self.end)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "start": self.start,
             "end": self.end,
             "start_line": self.start_line,
             "seconds": self.seconds,
         }
+        if self.stop:
+            out["stop"] = True
+        return out
 
 
 class Update(Value):
@@ -401,6 +407,11 @@ class Report(Value):
     @property
     def failed(self) -> bool:
         return self.root is not None
+
+    @property
+    def stopped(self) -> Phase | None:
+        """The stop phase, when the server became ready and was then stopped in an orderly way."""
+        return next((p for p in self.phases if p.stop), None)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -118,6 +118,8 @@ class Pipeline:
             if kind is UpdateKind.READY:
                 out.extend(self.flush())  # what is still open at the ready line happened before it
                 self.ranker.survived()  # fatal-looking lines and symptoms before ready were not fatal
+            elif self.timeline.is_stop_phase(entered):
+                out.extend(self.flush())  # what is still open at the stop happened before it, and counts
             out.append(Update(kind, phase=entered, line=rec.line, time=rec.time))
         if progress:
             out.append(Update(UpdateKind.PROGRESS, phase=self.timeline.current, progress=progress, line=rec.line))
@@ -138,6 +140,8 @@ class Pipeline:
     def _event(self, event: Event) -> list[Update]:
         if self.watcher is not None:
             self.watcher.event(event)
+        if self.timeline.is_stop_phase(event.phase):
+            return []  # a ready server was stopped: children killed and cleanup errors are the stop's doing
         out = []
         for m in self.matcher.match(event):
             if self.on_match is not None:

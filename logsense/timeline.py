@@ -28,6 +28,7 @@ class Timeline:
         self.order = {name: i for i, name in enumerate(phase_names(specs))}  # startup order, from the phase file
         self.current = next(iter(self.order), "import")
         self._ready_phases = {s.name for s in specs if s.ready}  # a ready phase lasts as long as the server
+        self._stop_phases = {s.name for s in specs if s.stop}
         self.ready = False
         self.ready_line: int | None = None
         self.restarts = 0
@@ -92,11 +93,17 @@ class Timeline:
         """True for a phase the phase file marks `ready: true` (whatever its name)."""
         return phase in self._ready_phases
 
+    def is_stop_phase(self, phase: str | None) -> bool:
+        """True for a phase the phase file marks `stop: true`: the ready server was stopped."""
+        return phase in self._stop_phases
+
     def past(self, phase: str) -> bool:
         """True once the timeline has reached `phase` (never, for a phase the phase file lacks)."""
         return phase in self.order and self.order.get(self.current, 0) >= self.order[phase]
 
     def _enter(self, spec: PhaseSpec, rec: Record) -> bool:
+        if spec.stop and not self.ready:
+            return False  # a server that never became ready was not stopped: it failed, or is still starting
         new, cur = self.order.get(spec.name, 0), self.order.get(self.current, 0)
         if new <= cur:
             if spec.name == RESTART_PHASE and self.past(RESTART_AFTER):
@@ -119,5 +126,5 @@ class Timeline:
         for i, (name, start, line) in enumerate(self._phases):
             nxt = self._phases[i + 1] if i + 1 < len(self._phases) else None
             end = nxt[1] if nxt else (None if name in self._ready_phases else self.last_time)
-            out.append(Phase(name, start, end, line, ready=name in self._ready_phases))
+            out.append(Phase(name, start, end, line, ready=name in self._ready_phases, stop=name in self._stop_phases))
         return tuple(out)

@@ -126,7 +126,10 @@ def render(report: Report, console: Terminal, problems: list[RuleProblem] | None
     roots = [d for d in report.diagnoses if d.root]
     symptoms = [d for d in report.diagnoses if not d.root]
     if not roots:
-        if report.status is Status.READY:
+        if report.status is Status.READY and (stop := report.stopped) is not None:
+            console.print(Text(f"✓ the server became ready and was then stopped (line {stop.start_line}); "
+                               "nothing fatal came before the stop", style="green"))
+        elif report.status is Status.READY:
             console.print(Text("✓ the server became ready and nothing fatal followed", style="green"))
         else:
             console.print(Text("… the log ends before the server is ready, with nothing fatal in it: the startup "

@@ -23,7 +23,7 @@ _NAME = re_cache.compile(r"[a-z][a-z0-9_]*")
 class PhaseSpec(Value):
     """One startup phase of the phase file: the markers that begin it, its progress lines, whether it is ready."""
 
-    __slots__ = ("name", "markers", "progress", "ready", "examples", "description", "line", "server")
+    __slots__ = ("name", "markers", "progress", "ready", "examples", "description", "line", "server", "stop")
     name: str
     markers: tuple[Pattern, ...]
     progress: tuple[Pattern, ...]
@@ -32,9 +32,11 @@ class PhaseSpec(Value):
     description: str
     line: int
     server: str | None  # markers hit only lines of this server's log (the same line means ready in one)
+    stop: bool  # entered only after ready: the server was stopped, it did not fail
 
     def __init__(self, name: str, markers: tuple[Pattern, ...], progress: tuple[Pattern, ...], ready: bool,
-                 examples: tuple[str, ...], description: str, line: int, server: str | None = None) -> None:
+                 examples: tuple[str, ...], description: str, line: int, server: str | None = None,
+                 stop: bool = False) -> None:
         _set(self, "name", name)
         _set(self, "markers", markers)
         _set(self, "progress", progress)
@@ -43,6 +45,7 @@ class PhaseSpec(Value):
         _set(self, "description", description)
         _set(self, "line", line)
         _set(self, "server", server)
+        _set(self, "stop", stop)
 
 
 PhaseKey = tuple[str, int, int]  # ("m" marker | "p" progress, phase index, pattern index)
@@ -100,7 +103,8 @@ def load_phases(path: Path, display: str) -> list[PhaseSpec]:
             c.err(at, "a phase name is lowercase letters, digits and '_', starting with a letter", None,
                   f"phases[{i}].phase")
             continue
-        if name not in named and ready is not None:
+        is_stop = bool(plain(f["stop"])) if isinstance(f["stop"], Marked) else False
+        if name not in named and ready is not None and not is_stop:
             c.err(at, f"phase '{name}' is first named after the ready phase '{ready}': name every phase "
                   f"first in startup order, before the ready phase (known: {', '.join(sorted(named))})", None,
                   f"phases[{i}].phase")
@@ -131,6 +135,7 @@ def load_phases(path: Path, display: str) -> list[PhaseSpec]:
             description=str(plain(f["description"]) or "") if isinstance(f["description"], Marked) else "",
             line=m.line,
             server=str(plain(f["server"])) if isinstance(f["server"], Marked) and plain(f["server"]) else None,
+            stop=is_stop,
         ))
     if c.errors:
         raise RuleErrors(c.errors)

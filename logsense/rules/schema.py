@@ -98,6 +98,8 @@ PHASE_FIELDS: dict[str, Field] = {
     "phase": Field(str, True, help="phase name"),
     "markers": Field(list, False, [], "patterns whose line moves the timeline into this phase"),
     "ready": Field(bool, False, False, "reaching this phase means the server is ready"),
+    "stop": Field(bool, False, False, "entered only once the server is ready: an orderly stop, after which "
+                  "nothing counts against the startup"),
     "progress": Field(list, False, [], "patterns with (?P<done>) and (?P<total>) groups: progress"),
     "examples": Field(list, False, [], "lines that must hit a marker"),
     "description": Field(str, False, "", "what happens in this phase"),
