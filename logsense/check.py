@@ -86,10 +86,23 @@ class Plan:
 
 
 @dataclass
+class RuleRecord:
+    """How a rule did on the labelled incidents: root diagnoses it gave, and how many named the labelled cause."""
+
+    fired: int = 0
+    right: int = 0
+
+    @property
+    def precision(self) -> float:
+        return self.right / self.fired if self.fired else 1.0
+
+
+@dataclass
 class Result:
     problems: list[Problem]
     incidents: int
     rules: int
+    record: dict[str, RuleRecord] = field(default_factory=dict)  # rule id -> its record on the incidents
 
     @property
     def unreadable(self) -> bool:
@@ -104,6 +117,19 @@ class Result:
     def summary(self) -> str:
         return (f"{_n(self.incidents, 'incident')}, {_n(self.rules, 'rule')} checked: "
                 f"{_n(len(self.problems), 'problem')}")
+
+    def precision_table(self) -> list[str]:
+        """One line a rule that gave a root diagnosis: how often, how often right; least precise first."""
+        rows = sorted(self.record.items(), key=lambda kv: (kv[1].precision, -kv[1].fired, kv[0]))
+        out = [f"{'rule':<48} {'fired':>5} {'right':>5} {'precision':>9}"]
+        out += [f"{rid:<48} {r.fired:>5} {r.right:>5} {r.precision:>9.2f}" for rid, r in rows]
+        under = sum(1 for r in self.record.values() if r.precision < PRECISION_BAR)
+        out.append(f"{_n(len(rows), 'rule')} fired on the incidents; {under} under {PRECISION_BAR:.2f} precision")
+        return out
+
+
+# a rule named as a root cause must be right this often on the labelled incidents
+PRECISION_BAR = 0.95
 
 
 def _n(n: int, word: str) -> str:
@@ -448,11 +474,14 @@ def check(
     healthy: list[Path] = []
     from logsense.progress import Progress
 
+    record: dict[str, RuleRecord] = {}
     with Progress("checking", len(pl.incidents)) as progress:
         for inc in pl.incidents:
             checked = check_incident(inc, rs)
             problems += checked.problems
             label = checked.label
+            if label is not None and checked.report is not None:
+                _count_roots(record, checked.report, label.cause)
             if label is not None and label.cause == HEALTHY and inc.log is not None:
                 healthy.append(inc.log)
             progress.step(str(inc.log or inc.label or ""))
@@ -466,7 +495,16 @@ def check(
     problems += check_conflicts(rs, sound)
     problems = _dedupe(problems)
     problems.sort(key=lambda p: (p.path, p.line or 0))
-    return Result(problems, len(pl.incidents), len(in_files))
+    return Result(problems, len(pl.incidents), len(in_files), record)
+
+
+def _count_roots(record: dict[str, RuleRecord], report: Report, cause: str) -> None:
+    """Each rule that gave a root diagnosis of the report: fired, and right when it names the labelled cause."""
+    for d in report.diagnoses:
+        if d.root and d.rule:
+            r = record.setdefault(d.rule, RuleRecord())
+            r.fired += 1
+            r.right += d.cause == cause
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -162,6 +162,8 @@ def check(
     ] = None,
     corpus: Annotated[Optional[list[str]], typer.Option("--corpus", help="A corpus dir of labelled incident logs.")] = None,
     only_rules: OnlyOpt = None,
+    precision: Annotated[bool, typer.Option("--precision", help="Then one line a rule: how often it named a root "
+                                            "cause on the incidents, and how often that was the labelled one.")] = False,
 ) -> int:
     """Prove the knowledge holds: incidents diagnosed as labelled, rule examples pass, no false alarms.
 
@@ -170,7 +172,7 @@ def check(
     """
     from logsense.commands import check as cmd
 
-    return cmd.main(paths or [], rules or [], corpus or [], only_rules)
+    return cmd.main(paths or [], rules or [], corpus or [], only_rules, precision)
 
 
 @_command_def()

@@ -21,11 +21,12 @@ from typing import Any
 
 from logsense.errors import RuleError
 from logsense.model import HEALTHY, UNKNOWN, Origin, Report, Status
+from logsense.servers import NAMES
 
 LABEL_SUFFIX = ".label.yaml"
 LOG_SUFFIXES = (".log", ".log.gz")
 ORIGINS = ("recorded", "constructed")
-SERVERS = ("sglang", "vllm")
+SERVERS = NAMES
 # What the excerpt itself shows: `ready` (it reaches ready), `incomplete` (it stops before
 # anything fatal: a hang, or a paste cut before the error), or unset (the cause decides).
 OUTCOMES = ("ready", "incomplete")

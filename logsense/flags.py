@@ -16,7 +16,9 @@ import re
 from functools import cache
 from pathlib import Path
 
-SERVERS = ("sglang", "vllm")
+from logsense.servers import NAMES
+
+SERVERS = NAMES
 DATA_DIR = Path(__file__).resolve().parent / "data" / "flags"
 FLAG = re.compile(r"--[a-z0-9][a-z0-9-]*")
 

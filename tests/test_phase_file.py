@@ -64,7 +64,7 @@ def bundled_phases() -> tuple[str, ...]:
 
 
 def test_the_bundled_phases_come_from_the_phase_file(bundled_phases):
-    assert bundled_phases[:2] == ("import", "server_args") and bundled_phases[-1] == "serving"
+    assert bundled_phases[:2] == ("import", "server_args") and bundled_phases[-2:] == ("serving", "stopped")
     assert load_rules().phase_names == bundled_phases
 
 

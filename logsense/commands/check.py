@@ -8,7 +8,8 @@ from logsense.errors import UsageError
 from logsense.normalize import clean
 
 
-def main(paths: list[str], rules: list[str], corpus: list[str], only_rules: list[str] | None = None) -> int:
+def main(paths: list[str], rules: list[str], corpus: list[str], only_rules: list[str] | None = None,
+         precision: bool = False) -> int:
     if not (paths or rules or corpus):
         raise UsageError("nothing to check: give incident logs, label files, rule packs or dirs of them "
                          "(e.g. `logsense check corpora/ rules/`)")
@@ -18,5 +19,8 @@ def main(paths: list[str], rules: list[str], corpus: list[str], only_rules: list
     for p in result.problems:
         print(clean(p.render()))
     print(result.summary())
+    if precision:
+        for line in result.precision_table():
+            print(clean(line))
     sys.stdout.flush()
     return result.exit_code

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from logsense.coverage.config import PackageConfig
 from logsense.coverage.extract import Site
@@ -13,7 +12,6 @@ from logsense.rules import RuleSet
 
 # values a hole takes in the instances fed to the rules: a number, a size, a word, a dotted name, nothing
 FILLERS = ("0", "1024", "x", "foo.bar", "")
-GENERIC_PACK = "common"  # the fatal-signal pack: it says "failed", not why
 SITE_PACKAGES = "/usr/local/lib/python3.11/site-packages/"
 
 
@@ -72,9 +70,7 @@ class Classifier:
                 # a verdict of failed without a root diagnosis is still a failure the log shows
                 self._seen[key] = (None, UNKNOWN if report.status is StartupStatus.FAILED else None, True)
             else:
-                rule = self.rules.get(root.rule) if root.rule else None
-                generic = root.cause == UNKNOWN or (
-                    rule is not None and GENERIC_PACK in PurePosixPath(rule.spec.path).parts)
+                generic = root.cause == UNKNOWN  # a fatal signal: it says "failed", not why
                 self._seen[key] = (root.rule, root.cause, generic)
         return self._seen[key]
 

@@ -28,8 +28,8 @@ def bundled_rules_dir() -> Path:
 
 
 def verdict_rules_dir() -> Path:
-    """The packs every analysis loads (the fatal signals), even with --only-rules."""
-    return bundled_rules_dir() / "common"
+    """The pack every analysis loads (the fatal signals), even with --only-rules."""
+    return bundled_rules_dir() / "common" / "fatal.yaml"
 
 
 class RuleSet:
@@ -155,7 +155,7 @@ def _load_rules(extra: list[str] | None, only: list[str] | None, strict: bool) -
     roots = [Path(p) for p in only] if only else [bundled_rules_dir()]
     roots += [Path(p) for p in extra or []]
     verdict = verdict_rules_dir()
-    if only and verdict.is_dir() and not any(r.resolve() == verdict.resolve() or r.resolve() in verdict.resolve().parents
+    if only and verdict.is_file() and not any(r.resolve() == verdict.resolve() or r.resolve() in verdict.resolve().parents
                                              for r in roots if r.exists()):
         roots.append(verdict)  # whatever the cause rules, the fatal signals decide the verdict
     files = _rule_files(roots)

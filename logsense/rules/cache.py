@@ -22,7 +22,9 @@ _HERE = Path(__file__).resolve().parent
 _CODE = (_HERE / "loader.py", _HERE / "compile.py", _HERE / "schema.py", _HERE / "phases.py", _HERE / "cache.py",
          _HERE.parent / "facts.py", _HERE.parent / "taxonomy.yaml",
          # a whole set's entry also holds the literal index and the order `load_rules` gives the rules
-         _HERE / "__init__.py", _HERE.parent / "prefilter.py")
+         _HERE / "__init__.py", _HERE.parent / "prefilter.py",
+         # a pack's scope comes from its folder's server name
+         _HERE.parent / "servers" / "__init__.py")
 
 
 def key(kind: str, data: bytes) -> str:

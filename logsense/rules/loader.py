@@ -20,6 +20,7 @@ from logsense.rules.schema import (
     RULE_FIELDS,
     Field,
 )
+from logsense.servers import pack_scope
 from logsense.taxonomy import causes
 
 if TYPE_CHECKING:
@@ -563,11 +564,16 @@ def load_pack(path: Path, display: str | None = None) -> tuple[list[RuleSpec], l
             default_not = _patterns(c, defaults["not"], None, "defaults.not")
             default_not = tuple(p for p in default_not if _valid_default(c, p))
     out = []
+    # a pack under rules/<server>/ is about that server's code: it fires on that server's logs, or on
+    # a log whose server nothing tells (a short paste), never on the other server's (Sigma's logsource)
+    scope = pack_scope(path)
     for i, rm in enumerate(rules_m.value):
         if not isinstance(rm.value, dict):
             c.err(rm, "a rule is a mapping", None, f"rules[{i}]")
             continue
         spec = parse_rule(c, rm, default_not)
         if spec is not None and spec.status is not RuleStatus.DEPRECATED:  # checked above, never run
+            if scope is not None and "server" not in spec.when_facts:
+                spec = spec.replace(when_facts={**spec.when_facts, "server": (scope, None)})
             out.append(spec)
     return out, c.errors
