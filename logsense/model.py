@@ -25,6 +25,7 @@ class Role(StrEnum):
     ROOT = "root"
     SYMPTOM = "symptom"
     FATAL = "fatal"  # a sign that the process failed, whatever the cause (rules/common/fatal.yaml)
+    PRECURSOR = "precursor"  # a warning that predicts a failure: shown with its fix, never decides the verdict
 
 
 class Origin(StrEnum):

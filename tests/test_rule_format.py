@@ -106,7 +106,7 @@ def test_an_error_shows_its_line_with_a_caret_under_the_column(tmp_path, monkeyp
                                              "    role: cause\n    match:\n      any: [\"No module named 'widget'\"]"))
     (e,) = errors
     assert str(e).splitlines() == [
-        f"{tmp_path}/pack.yaml:7:11: rule 'widget-missing': role: 'cause' is not one of: root, symptom, fatal",
+        f"{tmp_path}/pack.yaml:7:11: rule 'widget-missing': role: 'cause' is not one of: root, symptom, fatal, precursor",
         "    7 |     role: cause",
         "      |           ^",
     ]

@@ -74,6 +74,10 @@ def render_diagnosis(console: Terminal, d: Diagnosis, principal: bool) -> None:
         head.append("✗ " if principal else "• ", style="bold red" if principal else "red")
         head.append(clean(d.title), style="bold")
         head.append(f"  [{d.cause}]", style="dim")
+    elif d.kind == PRECURSOR:
+        head.append("  warning: ", style="yellow")
+        head.append(clean(d.title))
+        head.append(f"  [{d.cause}]", style="dim")
     else:
         head.append("  symptom: ", style="yellow")
         head.append(clean(d.title))
@@ -112,6 +116,9 @@ def render_diagnosis(console: Terminal, d: Diagnosis, principal: bool) -> None:
         console.print(Text(f"  {label}: {clean(d.nearest)}", style="dim"))
 
 
+PRECURSOR = "precursor"  # a diagnosis's kind for a warning that predicts a failure (Role.PRECURSOR)
+
+
 def render(report: Report, console: Terminal, problems: list[RuleProblem] | None = None) -> None:
     """The whole report: the verdict, the principal root cause in full, the others and the symptoms, the phases."""
     title = Text(clean(report.source), style="bold")
@@ -124,7 +131,8 @@ def render(report: Report, console: Terminal, problems: list[RuleProblem] | None
         title.append(f"  {server}{' ' + clean(str(version)) if version else ''}", style="dim")
     console.print(title)
     roots = [d for d in report.diagnoses if d.root]
-    symptoms = [d for d in report.diagnoses if not d.root]
+    precursors = [d for d in report.diagnoses if not d.root and d.kind == PRECURSOR]
+    symptoms = [d for d in report.diagnoses if not d.root and d.kind != PRECURSOR]
     if not roots:
         if report.status is Status.READY and (stop := report.stopped) is not None:
             console.print(Text(f"✓ the server became ready and was then stopped (line {stop.start_line}); "
@@ -136,6 +144,10 @@ def render(report: Report, console: Terminal, problems: list[RuleProblem] | None
                                "may still be running, hung, or the excerpt is cut", style="yellow"))
     if roots:
         render_diagnosis(console, roots[0], principal=True)
+    if precursors and report.status is not Status.READY:
+        console.print(Text("⚠ the log warns of what may make the startup fail:", style="bold yellow"))
+        for d in precursors:
+            render_diagnosis(console, d, principal=False)
     for d in roots[1:]:
         render_brief(console, d, f"also: [{d.cause}] sure {sureness(d.confidence)} —")
     if symptoms:

@@ -36,8 +36,9 @@ FATAL_KINDS = ("exception", "process_exit", "killed", "out_of_memory", "abort", 
 RULE_FIELDS: dict[str, Field] = {
     "id": Field(str, True, help="unique across all packs: lowercase letters, digits and '-'"),
     "cause": Field(str, True, help="a cause id from logsense/taxonomy.yaml; an unknown id does not load"),
-    "role": Field(str, True, help="root (a cause), symptom (a consequence) or fatal (the process failed, cause "
-                  "unknown: rules/common/fatal.yaml)", choices=tuple(Role)),
+    "role": Field(str, True, help="root (a cause), symptom (a consequence), fatal (the process failed, cause "
+                  "unknown: rules/common/fatal.yaml) or precursor (a warning that predicts a failure)",
+                  choices=tuple(Role)),
     "kind": Field(str, False, None, "role fatal only: the kind of failure it shows", choices=FATAL_KINDS,
                   required_when="with `role: fatal`"),
     "priority": Field(int, False, 50, "0..100; decides between two root rules; symptoms never outrank a root"),
