@@ -56,6 +56,9 @@ _VLLM_LOG = re_cache.compile(
 )
 _VLLM_RANKS = re_cache.compile(r"(?<=_)(?:DP|PP|PCP|TP|DCP|EP)\d+")
 _RAY_REPEAT = re_cache.compile(r" \[repeated \d+x across cluster\]$")
+# Xinference (xoscar) re-raises an actor's exception with the actor's address in front of its text:
+# "ImportError: [address=0.0.0.0:40067, pid=32176] cannot import name ...": the text is the exception's own
+_ACTOR_ADDRESS = re_cache.compile(r"(?<=: )\[address=[^\]\s]+, pid=\d+\] ")
 # Launchers that prefix each line of a process: torchrun's "[rank3]: " and mpirun's "[1,0]<stderr>:".
 _LAUNCHER = re_cache.compile(r"\[rank(?P<rank>\d+)\]: ?|\[\d+,(?P<mpi>\d+)\]<std(?:out|err)>: ?")
 # A pasted log may be indented as a whole (a list item, a code block): a line that starts a record or ends a
@@ -245,6 +248,8 @@ class Normalizer:
                 text = text[s.end() :]
         elif continuation_of is not None:
             rank = continuation_of.rank
+        if "[address=" in text:
+            text = _ACTOR_ADDRESS.sub("", text)
         rec = Record(
             line=line_no,
             raw=raw,

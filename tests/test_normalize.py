@@ -92,3 +92,13 @@ def test_docker_timestamp_keeps_exception_text():
     assert rec.message == "RuntimeError: CUDA error: out of memory"
     (rec,) = Normalizer().feed(1, "Dec 02 12:00:00 host ValueError: bad")
     assert rec.message.endswith("ValueError: bad")
+
+
+def test_an_actor_address_in_front_of_an_exception_text_is_dropped():
+    from logsense.normalize import Normalizer
+
+    line = ("ImportError: [address=0.0.0.0:40067, pid=32176] cannot import name 'build_regex_from_schema' "
+            "from 'outlines.fsm.json_schema'")
+    (rec,) = Normalizer().feed(1, line)
+    assert rec.message == "ImportError: cannot import name 'build_regex_from_schema' from 'outlines.fsm.json_schema'"
+    assert rec.raw == line
