@@ -191,6 +191,10 @@ _WRAPS = {"tmux-wrap-120": 120, "tmux-wrap-200": 200}
 UNFIT = {
     ("dedent", "real/r2-044-api_server_positional_model_unrecognized.log"):
         "an excerpt of argparse's usage continuation lines only: their deep indent is all that says what they are",
+    # an old SGLang excerpt with no line that names its server: in vLLM's prefixes it reads as vLLM's, and
+    # SGLang's own warmup rule rightly does not fire on a vLLM log
+    **{(shape, "real/019-http_proxy_intercepts_warmup.log"): "nothing in the excerpt says it is SGLang's"
+       for shape in ("ray-worker", "vllm-engine-core", "vllm-api-server", "vllm-worker")},
 }
 # A launcher's prefix goes on what the process prints: never before docker compose's, nor before another
 # launcher's (a log that has one is not given a second); vLLM's process prefixes only on vLLM's output.
