@@ -85,6 +85,10 @@ class Plan:
     problems: list[Problem] = field(default_factory=list)
 
 
+# a rule named as a root cause must be right this often on the labelled incidents
+PRECISION_BAR = 0.95
+
+
 @dataclass
 class RuleRecord:
     """How a rule did on the labelled incidents: root diagnoses it gave, and how many named the labelled cause."""
@@ -127,9 +131,6 @@ class Result:
         out.append(f"{_n(len(rows), 'rule')} fired on the incidents; {under} under {PRECISION_BAR:.2f} precision")
         return out
 
-
-# a rule named as a root cause must be right this often on the labelled incidents
-PRECISION_BAR = 0.95
 
 
 def _n(n: int, word: str) -> str:

@@ -26,7 +26,6 @@ from logsense.servers import NAMES
 LABEL_SUFFIX = ".label.yaml"
 LOG_SUFFIXES = (".log", ".log.gz")
 ORIGINS = ("recorded", "constructed")
-SERVERS = NAMES
 # What the excerpt itself shows: `ready` (it reaches ready), `incomplete` (it stops before
 # anything fatal: a hang, or a paste cut before the error), or unset (the cause decides).
 OUTCOMES = ("ready", "incomplete")
@@ -186,7 +185,7 @@ def read_label(path: Path, shown: str | None = None) -> tuple[Label | None, list
     if not isinstance(check_phase, bool):
         bad("check_phase", "must be true or false")
     outcome = one_of("outcome", OUTCOMES)
-    server = one_of("server", SERVERS)
+    server = one_of("server", NAMES)
     origin = one_of("origin", ORIGINS)
     if outcome == "ready" and cause != HEALTHY:
         bad("outcome", "`ready` goes with `cause: healthy` (a failure after ready is labelled with its cause)")

@@ -248,7 +248,7 @@ class Ranker:
             cause=best.cause,
             rule=best.rule_id,
             root=best.role is Role.ROOT,
-            kind="precursor" if best.role is Role.PRECURSOR else None,
+            kind=Role.PRECURSOR.value if best.role is Role.PRECURSOR else None,
             origin=Origin.RULE,
             confidence=best.confidence,
             title=(spec.title if spec and spec.title else cause_title(best.cause)),

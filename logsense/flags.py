@@ -18,7 +18,6 @@ from pathlib import Path
 
 from logsense.servers import NAMES
 
-SERVERS = NAMES
 DATA_DIR = Path(__file__).resolve().parent / "data" / "flags"
 FLAG = re.compile(r"--[a-z0-9][a-z0-9-]*")
 
@@ -117,7 +116,7 @@ def for_server(value: str, server: str | None, version: str | None = None) -> st
 
     Values without flags, and any value when the server is unknown, pass unchanged.
     """
-    if server not in SERVERS or "--" not in value:
+    if server not in NAMES or "--" not in value:
         return value
     out = value
     for m in reversed(list(FLAG.finditer(value))):

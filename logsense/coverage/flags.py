@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from logsense.coverage.sources import open_distribution
-from logsense.flags import DATA_DIR, FLAG, SERVERS
+from logsense.flags import DATA_DIR, FLAG
+from logsense.servers import NAMES
 
 # Where each server defines its flags, inside its package.
 _SOURCES = {
@@ -94,7 +95,7 @@ def extract(root: str | Path, server: str) -> list[str]:
 
 def _server_of(path: str) -> str:
     base = Path(path).name.lower()
-    for server in SERVERS:
+    for server in NAMES:
         if base.startswith(server) or (Path(path) / server).is_dir():
             return server
     raise SystemExit(f"{path}: cannot tell which server this is (want a sglang or vllm wheel or directory)")

@@ -69,9 +69,9 @@ class Classifier(DocReader):
         # stated at that record at most: a maybe right less often than not is noise, not help
         guess, guess_p = best_failure(raw.probs)
         rec = model.earned(guess)
-        stated = min(guess_p, rec.cap) if rec is not None else 0.0
-        offered = rec is not None and rec.cap >= MAYBE_PRECISION and stated >= self.threshold / 2
-        nearest = model.nearest(doc.text, guess) if offered else None
+        cap = rec.cap if rec is not None else 0.0
+        stated = min(guess_p, cap)
+        nearest = model.nearest(doc.text, guess) if cap >= MAYBE_PRECISION and stated >= self.threshold / 2 else None
         if nearest is not None:
             note = (f" Maybe {guess}: the learned classifier's best guess (p={stated:.2f}"
                     f"{_record(model, guess, guess_p)}), too unsure to name it; the closest known incident is "

@@ -6,7 +6,7 @@ cleans control sequences out of every piece before it is written.
 
 from __future__ import annotations
 
-from logsense.model import UNKNOWN, Diagnosis, Origin, Report, RuleProblem, Status
+from logsense.model import UNKNOWN, Diagnosis, Origin, Report, Role, RuleProblem, Status
 from logsense.normalize import clean
 from logsense.report.term import Terminal, Text
 
@@ -74,7 +74,7 @@ def render_diagnosis(console: Terminal, d: Diagnosis, principal: bool) -> None:
         head.append("✗ " if principal else "• ", style="bold red" if principal else "red")
         head.append(clean(d.title), style="bold")
         head.append(f"  [{d.cause}]", style="dim")
-    elif d.kind == PRECURSOR:
+    elif d.kind == Role.PRECURSOR:
         head.append("  warning: ", style="yellow")
         head.append(clean(d.title))
         head.append(f"  [{d.cause}]", style="dim")
@@ -116,9 +116,6 @@ def render_diagnosis(console: Terminal, d: Diagnosis, principal: bool) -> None:
         console.print(Text(f"  {label}: {clean(d.nearest)}", style="dim"))
 
 
-PRECURSOR = "precursor"  # a diagnosis's kind for a warning that predicts a failure (Role.PRECURSOR)
-
-
 def render(report: Report, console: Terminal, problems: list[RuleProblem] | None = None) -> None:
     """The whole report: the verdict, the principal root cause in full, the others and the symptoms, the phases."""
     title = Text(clean(report.source), style="bold")
@@ -131,8 +128,8 @@ def render(report: Report, console: Terminal, problems: list[RuleProblem] | None
         title.append(f"  {server}{' ' + clean(str(version)) if version else ''}", style="dim")
     console.print(title)
     roots = [d for d in report.diagnoses if d.root]
-    precursors = [d for d in report.diagnoses if not d.root and d.kind == PRECURSOR]
-    symptoms = [d for d in report.diagnoses if not d.root and d.kind != PRECURSOR]
+    precursors = [d for d in report.diagnoses if not d.root and d.kind == Role.PRECURSOR]
+    symptoms = [d for d in report.diagnoses if not d.root and d.kind != Role.PRECURSOR]
     if not roots:
         if report.status is Status.READY and (stop := report.stopped) is not None:
             console.print(Text(f"✓ the server became ready and was then stopped (line {stop.start_line}); "

@@ -6,6 +6,7 @@ import builtins
 from typing import Any
 
 from logsense.model import FixKind, Role, RuleStatus, Value, _set
+from logsense.servers import NAMES
 
 
 class Field(Value):
@@ -104,6 +105,6 @@ PHASE_FIELDS: dict[str, Field] = {
     "progress": Field(list, False, [], "patterns with (?P<done>) and (?P<total>) groups: progress"),
     "examples": Field(list, False, [], "lines that must hit a marker"),
     "description": Field(str, False, "", "what happens in this phase"),
-    "server": Field(str, False, None, "only lines of this server's log hit these markers", choices=("sglang", "vllm")),
+    "server": Field(str, False, None, "only lines of this server's log hit these markers", choices=NAMES),
 }
 
