@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
+from logsense import anatomy
 from logsense import fixes as fixes_mod
 from logsense.framing import exception_lines, frame_lines
 from logsense.memo import text_memo
@@ -316,6 +317,8 @@ class Ranker:
                 ev.append(m.evidence[-1])
         ev = sorted({e.line: e for e in ev}.values(), key=lambda e: e.line)[:MAX_EVIDENCE]
         ranks = sorted({m.event.rank for m in self.fatal if m.event.rank})
+        likely = next((found for m in sorted(self.fatal, key=self._order_key)
+                       if m.event.kind == EventKind.TRACEBACK and (found := anatomy.of(m.event))), None)
         return Diagnosis(
             cause=UNKNOWN,
             rule=None,
@@ -324,7 +327,8 @@ class Ranker:
             confidence=UNKNOWN_CONFIDENCE,
             title=_fill_text(spec.title, facts, best.captures) if spec and spec.title else cause_title(UNKNOWN),
             explanation=((kind_text + ". ") if kind_text else "")
-            + "No rule knows its cause; the lines below are the fatal line and the exception chain that ends in it.",
+            + "No rule knows its cause; the lines below are the fatal line and the exception chain that ends in it."
+            + (" " + likely.sentence() if likely else ""),
             phase=best.event.phase,
             evidence=tuple(ev),
             fixes=(),
@@ -332,11 +336,15 @@ class Ranker:
             occurrences=len({(m.event.first_line, m.event.pid) for m in self.fatal}),
             explains=explains,
             kind=spec.kind if spec else None,
+            likely=likely,
         )
 
     def _order_matches(self, ms: list[Match]):
-        best = self._best(ms)
-        return (-best.priority, -best.confidence, best.event.first_line)
+        return self._order_key(self._best(ms))
+
+    @staticmethod
+    def _order_key(m: Match) -> tuple[int, float, int]:
+        return (-m.priority, -m.confidence, m.event.first_line)
 
 
 def _fill_text(text: str, facts: dict, captures: dict) -> str:

@@ -258,7 +258,7 @@ class Diagnosis(Value):
     """A failure's cause (or "unknown"), how sure, the lines that show it and the fixes."""
 
     __slots__ = ("cause", "rule", "root", "origin", "confidence", "title", "explanation", "phase", "evidence",
-                 "fixes", "ranks", "occurrences", "explains", "nearest", "kind")
+                 "fixes", "ranks", "occurrences", "explains", "nearest", "kind", "likely")
     cause: str
     rule: str | None
     root: bool
@@ -274,11 +274,12 @@ class Diagnosis(Value):
     explains: tuple[str, ...]  # symptom rule ids this root cause accounts for
     nearest: str | None  # classifier: the closest corpus incident
     kind: str | None  # cause unknown: the kind of failure its fatal signal shows (exception, killed, ...)
+    likely: Any  # cause unknown: an anatomy.Likely, the part of the stack that raised it (or None)
 
     def __init__(self, cause: str, rule: str | None, root: bool, origin: Origin, confidence: float, title: str,
                  explanation: str, phase: str | None, evidence: tuple[Evidence, ...], fixes: tuple[Fix, ...],
                  ranks: tuple[str, ...] = (), occurrences: int = 1, explains: tuple[str, ...] = (),
-                 nearest: str | None = None, kind: str | None = None) -> None:
+                 nearest: str | None = None, kind: str | None = None, likely: Any = None) -> None:
         _set(self, "cause", cause)
         _set(self, "rule", rule)
         _set(self, "root", root)
@@ -294,6 +295,7 @@ class Diagnosis(Value):
         _set(self, "explains", explains)
         _set(self, "nearest", nearest)
         _set(self, "kind", kind)
+        _set(self, "likely", likely)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -318,6 +320,8 @@ class Diagnosis(Value):
             out["nearest"] = self.nearest
         if self.kind:
             out["kind"] = self.kind
+        if self.likely:
+            out["likely"] = self.likely.to_json()
         return out
 
 
