@@ -39,6 +39,11 @@ def score(labels: Path, visible_only: bool) -> dict[str, str]:
     m = SUMMARY.search(out[-1] if out else "")
     if m is None:
         raise SystemExit(f"the scorer printed no summary for {labels}:\n" + "\n".join(out[-5:]))
+    errors = re.search(r"errors=(\d+)", out[-1])
+    if errors and int(errors.group(1)):
+        # A row is never edited: refuse to write one where logsense itself did not answer.
+        raise SystemExit(f"logsense gave no JSON on {errors.group(1)} cases of {labels}; is it installed?\n"
+                         + "\n".join(out[:5]))
     return m.groupdict()
 
 
