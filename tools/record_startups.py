@@ -42,6 +42,14 @@ DEFAULT_TIMEOUT = 240.0
 BASE_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TERM": "dumb", "NO_COLOR": "1",
             "SGLANG_CUDA_COREDUMP_BEFORE_CRASH": "0"}
 MEMORY_LIMIT_BYTES = int(os.environ.get("LOGSENSE_RECORD_MEMORY_LIMIT_GB", "8")) * 2**30
+# Older releases need a nudge to start on CPU at all (corpora/recorded/README.md says which):
+# LOGSENSE_RECORD_EXTRA_ENV="K=V,K2=V2" joins every run's environment (and so its .run.yaml), and
+# LOGSENSE_RECORD_EXTRA_ARGS="--flag value ..." adds flag/value pairs to the SGLang base command.
+EXTRA_ENV = dict(kv.split("=", 1) for kv in os.environ.get("LOGSENSE_RECORD_EXTRA_ENV", "").split(",") if kv)
+BASE_ENV.update(EXTRA_ENV)
+EXTRA_ARGS = os.environ.get("LOGSENSE_RECORD_EXTRA_ARGS", "").split()
+if len(EXTRA_ARGS) % 2:
+    raise SystemExit("LOGSENSE_RECORD_EXTRA_ARGS must be flag/value pairs, e.g. '--attention-backend torch_native'")
 
 
 @dataclass(frozen=True)
@@ -65,7 +73,7 @@ class Server:
                 ("--port", str(port))]
         return [str(venv / "bin" / "python"), "-m", "sglang.launch_server"], [
             ("--model-path", model_path), ("--device", "cpu"), ("--max-total-tokens", "8192"),
-            ("--mem-fraction-static", "0.3"), ("--port", str(port))]
+            ("--mem-fraction-static", "0.3"), ("--port", str(port))] + list(zip(EXTRA_ARGS[::2], EXTRA_ARGS[1::2], strict=True))
 
 
 SERVERS = {
