@@ -219,6 +219,12 @@ class Normalizer:
                 rank = _vllm_rank(v)
                 server = "vllm" if v["proc"].startswith(_VLLM_PROCESSES) else None
                 text = text[v.end() :]
+                # the API server relays its engine's lines under its own prefix: the inner one is the writer
+                relayed = _VLLM_PROC.match(text) if text[:1] == "(" else None
+                if relayed:
+                    pid, rank = relayed["pid"], _vllm_rank(relayed)
+                    server = server or ("vllm" if relayed["proc"].startswith(_VLLM_PROCESSES) else None)
+                    text = text[relayed.end() :]
         if text[:1] in "DIWEC":
             lg = _VLLM_LOG.match(text)
             if lg:

@@ -102,3 +102,10 @@ def test_an_actor_address_in_front_of_an_exception_text_is_dropped():
     (rec,) = Normalizer().feed(1, line)
     assert rec.message == "ImportError: cannot import name 'build_regex_from_schema' from 'outlines.fsm.json_schema'"
     assert rec.raw == line
+
+
+def test_an_engine_line_relayed_by_the_api_server_belongs_to_the_engine():
+    (rec,) = Normalizer().feed(1, "(APIServer pid=5693) (EngineCore_DP0 pid=7960) KeyError: 'model.layers.30.self_attn.attn'")
+    assert rec.message == "KeyError: 'model.layers.30.self_attn.attn'"
+    assert rec.pid == "7960"
+    assert rec.rank == "DP0"
