@@ -212,19 +212,13 @@ class Normalizer:
                 pid = f"{pid or ''}/{'rank' if lp['rank'] else 'mpi'}{lp['rank'] or lp['mpi']}"
                 text = text[lp.end() :]
         if text[:1] == "(" and " pid=" in text[:96]:
-            v = _VLLM_PROC.match(text)
-            if v:
+            # the API server relays its engine's lines under its own prefix: the innermost one is the writer
+            while (v := _VLLM_PROC.match(text)) is not None:
                 vllm = True
                 pid = v["pid"]  # the process is the stream: eight workers interleave on one journal pid
                 rank = _vllm_rank(v)
-                server = "vllm" if v["proc"].startswith(_VLLM_PROCESSES) else None
+                server = "vllm" if v["proc"].startswith(_VLLM_PROCESSES) else server
                 text = text[v.end() :]
-                # the API server relays its engine's lines under its own prefix: the inner one is the writer
-                relayed = _VLLM_PROC.match(text) if text[:1] == "(" else None
-                if relayed:
-                    pid, rank = relayed["pid"], _vllm_rank(relayed)
-                    server = server or ("vllm" if relayed["proc"].startswith(_VLLM_PROCESSES) else None)
-                    text = text[relayed.end() :]
         if text[:1] in "DIWEC":
             lg = _VLLM_LOG.match(text)
             if lg:

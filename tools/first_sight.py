@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "first-sight.md"
 SCORER = ROOT.parent / "shared" / "tools" / "score"
-SUMMARY = re.compile(r"cases=(?P<cases>\d+) .*healthy_false_alarms=(?P<flagged>\d+)/(?P<healthy>\d+) "
+SUMMARY = re.compile(r"cases=(?P<cases>\d+) .*errors=(?P<errors>\d+) .*healthy_false_alarms=(?P<flagged>\d+)/(?P<healthy>\d+) "
                      r"failures_called_healthy=(?P<missed>\d+) unknown=(?P<unknown>\d+) "
                      r"named_precision=(?P<prec>\S+) \((?P<named>\d+/\d+)\) fix_hit=(?P<fix>\d+/\d+) top1=(?P<top1>[\d.]+)")
 MAYBE = re.compile(r"Maybe (?P<cause>\w+): the learned classifier's best guess \(p=(?P<p>[\d.]+)")
@@ -39,10 +39,9 @@ def score(labels: Path, visible_only: bool) -> dict[str, str]:
     m = SUMMARY.search(out[-1] if out else "")
     if m is None:
         raise SystemExit(f"the scorer printed no summary for {labels}:\n" + "\n".join(out[-5:]))
-    errors = re.search(r"errors=(\d+)", out[-1])
-    if errors and int(errors.group(1)):
+    if int(m["errors"]):
         # A row is never edited: refuse to write one where logsense itself did not answer.
-        raise SystemExit(f"logsense gave no JSON on {errors.group(1)} cases of {labels}; is it installed?\n"
+        raise SystemExit(f"logsense gave no JSON on {m['errors']} cases of {labels}; is it installed?\n"
                          + "\n".join(out[:5]))
     return m.groupdict()
 
