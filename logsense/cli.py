@@ -9,6 +9,7 @@ function. Anything else (help, a typo, `--`, a missing value) goes to typer, whi
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -358,7 +359,7 @@ def run(args: list[str]) -> int:
     The command runs inside this boundary, not inside Typer's: Typer would turn Ctrl-C into
     exit 130 and a closed pipe into exit 1 before the boundary ever saw them.
     """
-    from logsense.errors import ExitCode, LogsenseError
+    from logsense.errors import ExitCode, LogsenseError, verdict
 
     try:
         plain = parse_plain(list(args))
@@ -375,7 +376,12 @@ def run(args: list[str]) -> int:
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
-        return 0  # the reader (`| head`) has all it wanted
+        return verdict()  # the reader (`| head`) has all it wanted; a failure is still one
+    except OSError as e:
+        if e.errno not in _WRITE_ERRNOS:
+            return _crash(e)
+        _stderr(f"logsense: cannot write the output: {e.strerror or e}")
+        return max(verdict(), int(ExitCode.BAD_INPUT))
     except EOFError as e:
         _stderr(f"logsense: the input ended before it should have ({e or 'EOF'})")
         return int(ExitCode.BAD_INPUT)
@@ -466,7 +472,7 @@ def _typer_app() -> typer.Typer:
     globals().update(typer=typer, **{n: getattr(cli_options, n) for n in cli_options.__all__})
     app = typer.Typer(
         name="logsense",
-        help="Tells why an LLM inference server (SGLang) failed to start, and how to fix it.",
+        help="Tells why an LLM inference server (SGLang, vLLM) failed to start, and how to fix it.",
         no_args_is_help=True,
         **_SETTINGS,  # type: ignore[arg-type]
     )
@@ -582,6 +588,10 @@ def _click_errors(e: Exception) -> int | None:
     return None
 
 
+# errno values only a write gives: the output (a full disk, a quota, /dev/full) cannot take the report
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
 def _stderr(msg: str) -> None:
     from logsense.normalize import clean
 
@@ -611,7 +621,12 @@ def _exit(code: int) -> None:
     # A closed stdout (`| head`) must not turn into a traceback at interpreter exit.
     try:
         sys.stdout.flush()
-    except (BrokenPipeError, OSError, ValueError):
+    except (OSError, ValueError) as e:
+        if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
+            from logsense.errors import ExitCode
+
+            _stderr(f"logsense: cannot write the output: {e.strerror or e}")
+            code = code or int(ExitCode.BAD_INPUT)  # the report is lost: never a silent success
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())

@@ -17,6 +17,19 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
+_verdict = [0]
+
+
+def set_verdict(code: int) -> None:
+    """Record the exit code the output being written stands for: a reader that closes the pipe early keeps it."""
+    _verdict[0] = max(_verdict[0], int(code))
+
+
+def verdict() -> int:
+    """The exit code recorded by `set_verdict` (0 when none was)."""
+    return _verdict[0]
+
+
 class LogsenseError(Exception):
     """An error with a message meant for the operator; never shown as a traceback."""
 

@@ -32,6 +32,11 @@ _JOURNAL = re_cache.compile(
     r"(?P<ident>(?![\w.]*(?:Error|Exception|Warning|Interrupt|Exit): )[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: "
 )
 _JOURNAL_META = re_cache.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
+
+
+def is_journal_meta(text: str) -> bool:
+    """A line journalctl writes about the journal itself ("-- No entries --", "-- Boot ... --"), not a log line."""
+    return text.startswith("-- ") and _JOURNAL_META.match(text) is not None
 # `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ", and
 # `kubectl logs --prefix`'s "[pod/name/container] ".
 _DOCKER = re_cache.compile(
@@ -171,7 +176,7 @@ class Normalizer:
             fields = {"time": _journal_times(m["ts"]), "host": m["host"], "ident": m["ident"], "pid": m["pid"]}
             self._indent = m.end()
             text = text[m.end() :]
-        elif text.startswith("-- ") and _JOURNAL_META.match(text):
+        elif is_journal_meta(text):
             return []
         elif self._indent and self._last is not None and text[: self._indent].isspace() and text.strip():
             # journalctl's continuation of a multi-line entry: indented to the message column.

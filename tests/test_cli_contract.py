@@ -33,8 +33,8 @@ def healthy(tmp_path):
     return f
 
 
-def test_a_closed_pipe_is_exit_0(healthy):
-    # `| head -1` closes the pipe while analyze still writes: the README promises exit 0
+def test_a_closed_pipe_after_healthy_reports_is_exit_0(healthy):
+    # `| head -1` closes the pipe while analyze still writes healthy reports: exit 0, nothing on stderr
     args = [str(healthy)] * 1500
     writer = subprocess.Popen([*LOGSENSE, "analyze", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = writer.stdout.readline()
@@ -42,6 +42,52 @@ def test_a_closed_pipe_is_exit_0(healthy):
     err = writer.stderr.read().decode()
     assert writer.wait(timeout=120) == 0, err
     assert b"ready" in first and err == ""
+
+
+def test_a_closed_pipe_keeps_a_failure():
+    """`analyze failing.log | head -1`: the reader stops early, the exit code is still the verdict (pipefail)."""
+    log = ROOT / "corpora" / "mission" / "flash-attn-cute-warmup.log"
+    for _ in range(3):
+        writer = subprocess.Popen([*LOGSENSE, "analyze", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        writer.stdout.readline()
+        writer.stdout.close()
+        err = writer.stderr.read().decode()
+        assert writer.wait(timeout=120) == 1, err
+        assert "internal error" not in err
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n", b"-- No entries --\n"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_no_log_lines_is_bad_input(data, fmt):
+    """`journalctl -u typo-unit | logsense analyze -`: nothing to judge is never a pass."""
+    p = subprocess.run([*LOGSENSE, "analyze", "--format", fmt, "-"], input=data, capture_output=True, timeout=120)
+    assert p.returncode == 2 and b"no log lines" in p.stderr and p.stdout == b"", p.stderr
+
+
+def test_no_log_lines_in_a_file_is_bad_input_for_analyze_and_tail(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    for args in (["analyze", str(empty)], ["tail", str(empty), "--no-follow"],
+                 ["tail", str(empty), "--no-follow", "--format", "jsonl"]):
+        p = run(*args)
+        assert p.returncode == 2 and "no log lines" in p.stderr, (args, p.stderr)
+
+
+def test_stdin_twice_is_a_usage_error():
+    log = (ROOT / "corpora" / "mission" / "python-h-missing.log").read_bytes()
+    p = subprocess.run([*LOGSENSE, "analyze", "-", "-"], input=log, capture_output=True, timeout=120)
+    assert p.returncode == 2 and b"stdin" in p.stderr and b"internal error" not in p.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_output_that_cannot_be_written_is_said(fmt):
+    """A full disk loses the report: say so, exit non-zero, never a crash report."""
+    log = ROOT / "corpora" / "mission" / "python-h-missing.log"
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([*LOGSENSE, "analyze", "--format", fmt, str(log)], stdout=full, stderr=subprocess.PIPE,
+                           timeout=120)
+    assert p.returncode == 2 and b"cannot write the output" in p.stderr and b"internal error" not in p.stderr
 
 
 def _wait_until_reading_stdin(pid: int, timeout: float = 60.0) -> None:

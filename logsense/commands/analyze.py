@@ -6,7 +6,7 @@ import sys
 
 from logsense.analysis import analyze_path
 from logsense.commands.common import rules_from_options
-from logsense.errors import ExitCode
+from logsense.errors import ExitCode, UsageError, set_verdict
 
 
 def main(
@@ -18,12 +18,17 @@ def main(
     classifier: bool = True,
     baseline: str | None = None,
 ) -> int:
+    if paths.count("-") > 1:
+        raise UsageError("'-' (stdin) can be read once: give it once")
     rs = rules_from_options(rules, only_rules, no_rules)
     code = ExitCode.OK
     out = None  # the terminal report's console: rich is imported only to draw it
     reports = []  # --format json with several inputs: one JSON array, in the order given
     for i, path in enumerate(paths):
         report, problems = analyze_path(path, rs, classifier=classifier, baseline=baseline, no_rules=no_rules)
+        if report.failed:
+            code = ExitCode.FAILURE
+            set_verdict(code)  # before the output: a reader that stops early (`| head -1`) still sees the failure
         if fmt == "json":
             from logsense.report import json as report_json
 
@@ -40,8 +45,6 @@ def main(
             elif i:
                 out.print()
             report_text.render(report, out, problems)
-        if report.failed:
-            code = ExitCode.FAILURE
     if reports:
         import json
 

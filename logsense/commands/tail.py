@@ -22,7 +22,7 @@ from collections.abc import Callable
 from logsense import resume as resume_state
 from logsense.analysis import analysis_pipeline
 from logsense.commands.common import rules_from_options
-from logsense.errors import ExitCode, UsageError
+from logsense.errors import ExitCode, SourceError, UsageError
 from logsense.pipeline import Pipeline
 from logsense.report.console import console
 from logsense.rules import RuleSet
@@ -143,6 +143,9 @@ def main(
             view.close()
         except BrokenPipeError:
             _silence_stdout()
+    if not follow and not loop.read_lines and not replay and session.code == ExitCode.OK:
+        hint = "is the unit name right?" if kind == "journal" else "the file holds no lines of log"
+        raise SourceError(f"{source.description}: no log lines ({hint})")
     return int(session.code if session.code is not None else ExitCode.INTERRUPTED)
 
 
@@ -153,6 +156,7 @@ class _Loop:
         self.session, self.source, self.view, self.state = session, source, view, state
         self.check, self.say = check, say
         self.replay_to = saved_line if session.silent else None
+        self.read_lines = False  # a line of log (not only systemd's start / stop words) was read
         self.tries = 0
         self.next_probe: float | None = None
 
@@ -181,6 +185,7 @@ class _Loop:
                     raise BrokenPipeError
 
     def _feed(self, item: Item) -> None:
+        self.read_lines = self.read_lines or any(r.message.strip() for r in item.records)
         if self.replay_to is not None and item.where is not None and item.where.get("line", 0) >= self.replay_to:
             self._resumed()
         if self.state is not None and self.state.start is None:

@@ -83,7 +83,7 @@ def open_recorded(path: str) -> tuple[BinaryIO, str]:
         except OSError as e:
             raise source_error(path, e) from None
     buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]
-    return as_text_bytes(buffered, name), name
+    return as_text_bytes(buffered, name, require_lines=True), name
 
 
 # Compressed formats, told by their magic bytes (never by the file name).
@@ -148,39 +148,57 @@ def codec_of(head: bytes) -> TextCodec:
     return TextCodec(_BOMS.get(head[:2]))
 
 
-def as_text_bytes(fp: BinaryIO, name: str) -> BinaryIO:
+def as_text_bytes(fp: BinaryIO, name: str, *, require_lines: bool = False) -> BinaryIO:
     """The log's lines as UTF-8 bytes ending in \\n, whatever the file holds.
 
     gzip, bzip2 and xz are decompressed (zstd is refused: no reader in the standard library),
     UTF-16 with a byte-order mark is decoded, and a log whose lines end in a lone \\r (no \\n in
     its first 64 KiB) has them turned into \\n: the rules and the block scanner then see the same
-    text, line by line.
+    text, line by line. `require_lines`: a log with no line of log in it is a SourceError.
     """
     buffered = fp if hasattr(fp, "peek") else io.BufferedReader(fp)  # type: ignore[type-var]
     head = _peek(buffered, 8, name)
     if head[:2] == b"\x1f\x8b":
         # mode given: else GzipFile takes `buffered`'s, an int (a GzipFile's own) when it reads a .gz inside a .gz
-        return as_text_bytes(io.BufferedReader(gzip.GzipFile(fileobj=buffered, mode="rb")), name)
+        return as_text_bytes(io.BufferedReader(gzip.GzipFile(fileobj=buffered, mode="rb")), name, require_lines=require_lines)
     if head[:3] == _BZ2 and head[3:4].isdigit():
         import bz2
 
-        return as_text_bytes(io.BufferedReader(bz2.BZ2File(buffered)), name)
+        return as_text_bytes(io.BufferedReader(bz2.BZ2File(buffered)), name, require_lines=require_lines)
     if head[:6] == _XZ:
         import lzma
 
-        return as_text_bytes(io.BufferedReader(lzma.LZMAFile(buffered)), name)
+        return as_text_bytes(io.BufferedReader(lzma.LZMAFile(buffered)), name, require_lines=require_lines)
     if head[:4] == _ZSTD:
         raise SourceError(f"{name}: zstd-compressed; decompress it first (zstd -dc {name} | logsense analyze -)")
     codec = codec_of(head)
     if codec.encoding is not None:
-        return as_text_bytes(io.BufferedReader(_Recoded(buffered, codec, name), BLOCK), name)
+        return as_text_bytes(io.BufferedReader(_Recoded(buffered, codec, name), BLOCK), name,
+                             require_lines=require_lines)
     start, buffered = _head(buffered, 1 << 16, name)
+    if require_lines and len(start) < 1 << 16 and not has_log_lines(start):
+        raise SourceError(_no_lines(name, start))
     if b"\r" in start and b"\n" not in start:
         return io.BufferedReader(_Recoded(buffered, None, name), BLOCK)
     width = wrap_width(start)
     if width is not None:
         return io.BufferedReader(_Unwrapped(buffered, width, name), BLOCK)
     return buffered
+
+
+def has_log_lines(text: bytes) -> bool:
+    """Whether `text` holds a line of log: not only blank lines and journalctl's own ("-- No entries --")."""
+    from logsense.normalize import is_journal_meta
+
+    return any(line.strip() and not is_journal_meta(line.strip().decode("utf-8", "replace"))
+               for line in text.splitlines())
+
+
+def _no_lines(name: str, text: bytes) -> str:
+    if b"No entries" in text or name == "<stdin>":
+        return (f"{name}: no log lines (from `journalctl -u UNIT`? is the unit name right: "
+                "`systemctl list-units --all 'sglang*' 'vllm*'`)")
+    return f"{name}: no log lines (the file is empty or blank)"
 
 
 def wrap_width(sample: bytes) -> int | None:
