@@ -378,9 +378,12 @@ def run(args: list[str]) -> int:
     except BrokenPipeError:
         return verdict()  # the reader (`| head`) has all it wanted; a failure is still one
     except OSError as e:
-        if e.errno not in _WRITE_ERRNOS:
+        if e.errno in _WRITE_ERRNOS:
+            _stderr(f"logsense: cannot write the output: {e.strerror or e}")
+        elif e.errno in _PATH_ERRNOS and e.filename is not None:
+            _stderr(f"logsense: cannot open {e.filename}: {e.strerror or e}")  # an output path (-o) or a file named in one
+        else:
             return _crash(e)
-        _stderr(f"logsense: cannot write the output: {e.strerror or e}")
         return max(verdict(), int(ExitCode.BAD_INPUT))
     except EOFError as e:
         _stderr(f"logsense: the input ended before it should have ({e or 'EOF'})")
@@ -590,6 +593,8 @@ def _click_errors(e: Exception) -> int | None:
 
 # errno values only a write gives: the output (a full disk, a quota, /dev/full) cannot take the report
 _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+# errno values of a path the operator gave that cannot be opened (inputs say so as SourceError before this)
+_PATH_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS})
 
 
 def _stderr(msg: str) -> None:

@@ -90,6 +90,32 @@ def test_output_that_cannot_be_written_is_said(fmt):
     assert p.returncode == 2 and b"cannot write the output" in p.stderr and b"internal error" not in p.stderr
 
 
+def test_an_output_path_that_cannot_be_opened_is_said(tmp_path):
+    log = ROOT / "corpora" / "mission" / "python-h-missing.log"
+    p = run("stats", str(log), "-o", str(tmp_path / "no" / "such" / "dir" / "x.csv"))
+    assert p.returncode == 2 and "cannot open" in p.stderr and "internal error" not in p.stderr, p.stderr
+
+
+def test_one_unreadable_input_does_not_lose_the_others(tmp_path):
+    """`analyze --format json ok.log missing.log`: the readable log's result is printed, the other is said."""
+    log = ROOT / "corpora" / "mission" / "python-h-missing.log"
+    p = run("analyze", "--format", "json", str(log), str(tmp_path / "missing.log"))
+    assert p.returncode == 2 and "missing.log" in p.stderr
+    assert [r["status"] for r in json.loads(p.stdout)] == ["failed"]
+
+
+def test_tail_of_a_pipe_or_fifo_is_a_usage_error(tmp_path):
+    """A pipe has no place to return to: a clear message, never a crash report or a hang."""
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    for args in (["tail", str(fifo), "--no-follow"], ["history", str(fifo)]):
+        p = run(*args, timeout=60)
+        assert p.returncode == 2 and "pipe or a device" in p.stderr, (args, p.stderr)
+    log = (ROOT / "corpora" / "mission" / "python-h-missing.log").read_bytes()
+    p = subprocess.run([*LOGSENSE, "tail", "/dev/stdin", "--no-follow"], input=log, capture_output=True, timeout=60)
+    assert p.returncode == 2 and b"internal error" not in p.stderr, p.stderr
+
+
 def _wait_until_reading_stdin(pid: int, timeout: float = 60.0) -> None:
     """Until the process blocks in read(0, ...): a fixed sleep loses to a loaded machine, where the
     interrupt then lands in the interpreter's start-up, before logsense's own handling exists."""

@@ -6,7 +6,7 @@ import sys
 
 from logsense.analysis import analyze_path
 from logsense.commands.common import rules_from_options
-from logsense.errors import ExitCode, UsageError, set_verdict
+from logsense.errors import ExitCode, SourceError, UsageError, set_verdict
 
 
 def main(
@@ -24,8 +24,15 @@ def main(
     code = ExitCode.OK
     out = None  # the terminal report's console: rich is imported only to draw it
     reports = []  # --format json with several inputs: one JSON array, in the order given
+    unreadable: list[SourceError] = []  # with several inputs, one that cannot be read does not lose the others
     for i, path in enumerate(paths):
-        report, problems = analyze_path(path, rs, classifier=classifier, baseline=baseline, no_rules=no_rules)
+        try:
+            report, problems = analyze_path(path, rs, classifier=classifier, baseline=baseline, no_rules=no_rules)
+        except SourceError as e:
+            if len(paths) == 1:
+                raise
+            unreadable.append(e)
+            continue
         if report.failed:
             code = ExitCode.FAILURE
             set_verdict(code)  # before the output: a reader that stops early (`| head -1`) still sees the failure
@@ -50,4 +57,6 @@ def main(
 
         print(json.dumps(reports, ensure_ascii=False, indent=2))
     sys.stdout.flush()
-    return int(code)
+    for problem in unreadable:
+        sys.stderr.write(f"logsense: {problem}\n")
+    return max(int(code), int(ExitCode.BAD_INPUT)) if unreadable else int(code)

@@ -272,7 +272,19 @@ def source_kind(target: str | None, unit: str | None, files: list[str], director
         raise UsageError(f"give a systemd unit or a log file: logsense {command} UNIT | FILE")
     if kind == "file" and journal_options:
         raise UsageError("--since, --until and --boot read the journal; for a file use --from-start")
+    if kind == "file" and target is not None and _is_stream(target):
+        raise UsageError(f"{target}: a pipe or a device, not a file: `logsense {command}` reads files and journals "
+                         "from a place it can return to; for piped lines use `logsense analyze -`")
     return kind
+
+
+def _is_stream(path: str) -> bool:
+    """A pipe, FIFO, socket or device: something read once, with no place to seek back to."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # missing: the source says so in its own words
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _looks_like_path(target: str | None) -> bool:
