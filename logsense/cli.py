@@ -334,9 +334,9 @@ def _needs_extra(extra: str, *modules: str) -> None:
 
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        from logsense.errors import UsageError
+        from logsense.errors import UsageError, install_hint
 
-        raise UsageError(f"this command needs {', '.join(missing)}: pip install 'logsense[{extra}]'")
+        raise UsageError(f"this command needs {', '.join(missing)}: {install_hint(extra)}")
 
 
 def main() -> None:

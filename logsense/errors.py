@@ -17,6 +17,22 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
+# The name on PyPI (`logsense` there is another project); the command and the import are logsense.
+DISTRIBUTION = "logsense-llm"
+
+
+def install_hint(extra: str) -> str:
+    """The pip command that adds an optional extra: to the checkout this runs from, else from PyPI."""
+    from pathlib import Path
+
+    from logsense.paths import display
+
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "rules").is_dir():
+        return f"pip install -e '{display(root)}[{extra}]'"
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
 _verdict = [0]
 
 

@@ -96,6 +96,13 @@ def test_an_output_path_that_cannot_be_opened_is_said(tmp_path):
     assert p.returncode == 2 and "cannot open" in p.stderr and "internal error" not in p.stderr, p.stderr
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_train_to_a_place_it_cannot_write_is_said():
+    for out in ("/dev/full", "/dev/full/model.json"):
+        p = run("train", str(ROOT / "corpora"), "-o", out, timeout=300)
+        assert p.returncode == 2 and "internal error" not in p.stderr and out.split("/model")[0] in p.stderr, p.stderr
+
+
 def test_one_unreadable_input_does_not_lose_the_others(tmp_path):
     """`analyze --format json ok.log missing.log`: the readable log's result is printed, the other is said."""
     log = ROOT / "corpora" / "mission" / "python-h-missing.log"
@@ -263,7 +270,7 @@ def test_pre_commit_hooks_run_once_and_the_readme_pins_nothing_that_does_not_exi
     assert all(h.get("require_serial") is True for h in hooks)  # a wrong label reported once, not per batch
     readme = (ROOT / "README.md").read_text()
     assert "rev: v0.1.0" not in readme
-    assert "pip install -e '.[dev,learn,journald]'" in readme
+    assert "pip install -e '.[dev,learn]' && logsense analyze" in readme  # the set-up needs no C toolchain
 
 
 def test_progress_shows_on_a_terminal_only():

@@ -39,9 +39,14 @@ def train(corpus: list[str], output: str, readme: str | None = None) -> int:
     except ValueError as e:
         raise UsageError(f"cannot train: {e}") from None
     out = Path(output)
+    if out.suffix != ".json" and out.exists() and not out.is_dir():
+        raise UsageError(f"{output}: -o takes a directory (the model is written as {MODEL_FILE} in it) or a .json file")
     path = out if out.suffix == ".json" else out / MODEL_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps_model(data), encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dumps_model(data), encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write the model: {e.strerror or e}") from None
     if readme is not None:
         cv = data["meta"].get("cross_validation")
         if cv is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from logsense.errors import ExitCode, UsageError
+from logsense.errors import ExitCode, UsageError, install_hint
 from logsense.report.console import console
 from logsense.report.rich_console import SafeConsole
 from logsense.report.term import PIPED_WIDTH
@@ -27,7 +27,7 @@ def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: 
     try:
         import pandas  # noqa: F401
     except ImportError:
-        raise UsageError("logsense stats needs pandas: pip install 'logsense[stats]'") from None
+        raise UsageError(f"logsense stats needs pandas: {install_hint('stats')}") from None
     from logsense.learn.batch import frame
     from logsense.progress import Progress
 
@@ -45,7 +45,7 @@ def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: 
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise UsageError("--format parquet needs pyarrow: pip install 'logsense[stats]'") from None
+            raise UsageError(f"--format parquet needs pyarrow: {install_hint('stats')}") from None
         df.to_parquet(output if output else sys.stdout.buffer, index=False)
     return int(ExitCode.FAILURE if (df["status"] == "error").all() else ExitCode.OK)
 
