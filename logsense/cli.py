@@ -379,7 +379,7 @@ def run(args: list[str]) -> int:
         return verdict()  # the reader (`| head`) has all it wanted; a failure is still one
     except OSError as e:
         if e.errno in _WRITE_ERRNOS:
-            _stderr(f"logsense: cannot write the output: {e.strerror or e}")
+            _output_lost(e)
         elif e.errno in _PATH_ERRNOS and e.filename is not None:
             _stderr(f"logsense: cannot open {e.filename}: {e.strerror or e}")  # an output path (-o) or a file named in one
         else:
@@ -597,6 +597,10 @@ _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _PATH_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS})
 
 
+def _output_lost(e: OSError) -> None:
+    _stderr(f"logsense: cannot write the output: {e.strerror or e}")
+
+
 def _stderr(msg: str) -> None:
     from logsense.normalize import clean
 
@@ -630,7 +634,7 @@ def _exit(code: int) -> None:
         if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
             from logsense.errors import ExitCode
 
-            _stderr(f"logsense: cannot write the output: {e.strerror or e}")
+            _output_lost(e)
             code = code or int(ExitCode.BAD_INPUT)  # the report is lost: never a silent success
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)

@@ -33,10 +33,6 @@ _JOURNAL = re_cache.compile(
 )
 _JOURNAL_META = re_cache.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
 
-
-def is_journal_meta(text: str) -> bool:
-    """A line journalctl writes about the journal itself ("-- No entries --", "-- Boot ... --"), not a log line."""
-    return text.startswith("-- ") and _JOURNAL_META.match(text) is not None
 # `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ", and
 # `kubectl logs --prefix`'s "[pod/name/container] ".
 _DOCKER = re_cache.compile(
@@ -90,6 +86,11 @@ PLACEHOLDER_YEAR = f"{YEARLESS}-"
 _YEARLESS = re_cache.compile(r"2000-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
 
 MAX_LINE = 64 * 1024  # longer lines are cut for matching; the server_args dump is ~10 KB
+
+
+def is_journal_meta(text: str) -> bool:
+    """A line journalctl writes about the journal itself ("-- No entries --", "-- Boot ... --"), not a log line."""
+    return text.startswith("-- ") and _JOURNAL_META.match(text) is not None
 
 
 def clean(text: str) -> str:

@@ -190,8 +190,8 @@ def has_log_lines(text: bytes) -> bool:
     """Whether `text` holds a line of log: not only blank lines and journalctl's own ("-- No entries --")."""
     from logsense.normalize import is_journal_meta
 
-    return any(line.strip() and not is_journal_meta(line.strip().decode("utf-8", "replace"))
-               for line in text.splitlines())
+    lines = (line.strip().decode("utf-8", "replace") for line in text.splitlines())
+    return any(line and not is_journal_meta(line) for line in lines)
 
 
 def _no_lines(name: str, text: bytes) -> str:
