@@ -139,7 +139,7 @@ def history(
     since: Annotated[Optional[str], typer.Option("--since", "-S", help="Only startups from this time (journalctl syntax).")] = None,
     until: Annotated[Optional[str], typer.Option("--until", "-U", help="Up to this time (journalctl syntax).")] = None,
     boot: Annotated[Optional[str], typer.Option("--boot", "-b", help="Only this boot (journalctl syntax).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
 ) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter, defaultdict
 
 from logsense import anatomy
@@ -23,7 +24,7 @@ from logsense.model import (
     RuleStatus,
 )
 from logsense.rules import RuleSet
-from logsense.rules.compile import MATCH_TIMEOUT, CompiledRule, Pattern
+from logsense.rules.compile import MATCH_TIMEOUT, RULE_BUDGET, CompiledRule, Pattern
 from logsense.taxonomy import title as cause_title
 
 MAX_EVIDENCE = 6
@@ -53,27 +54,38 @@ class _Searched:
 
 
 class Matcher:
-    """Finds which rules an event fires; a pattern that times out disables its rule for the run."""
+    """Finds which rules an event fires; a pattern that times out on a line, or a rule whose searches
+    together pass RULE_BUDGET, disables its rule for the run."""
 
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
         self.index = rules.index
         self.disabled: set[int] = set()
         self.problems: list[RuleProblem] = []
+        self._spent: defaultdict[int, float] = defaultdict(float)  # seconds each rule's searches took
         self._window: dict[tuple[int, str | None], dict[int, tuple[Record, object]]] = {}
         # what the patterns found in a message text: a search reads nothing but the text, so a
         # repeated line (each rank prints each one) costs a lookup, not the regexes
         self._searched = text_memo(_Searched)
 
     def _search(self, ri: int, p: Pattern, rec: Record):
+        start = time.perf_counter()
         try:
-            return p.regex.search(rec.message, timeout=MATCH_TIMEOUT)
+            found = p.regex.search(rec.message, timeout=MATCH_TIMEOUT)
         except TimeoutError:
-            self.disabled.add(ri)
-            rule = self.rules.rules[ri]
-            self.problems.append(RuleProblem(rule.id, rec.line, f"{p.spec.field} took over {MATCH_TIMEOUT}s on "
-                                             "one line (catastrophic backtracking?); rule disabled for this run"))
+            self._disable(ri, rec, f"{p.spec.field} took over {MATCH_TIMEOUT}s on one line (catastrophic "
+                                   "backtracking?); rule disabled for this run")
             return None
+        self._spent[ri] += time.perf_counter() - start
+        if self._spent[ri] > RULE_BUDGET:
+            self._disable(ri, rec, f"its patterns took over {RULE_BUDGET:g}s in all on this log (slow on every "
+                                   "line?); rule disabled for the rest of this run")
+            return None
+        return found
+
+    def _disable(self, ri: int, rec: Record, reason: str) -> None:
+        self.disabled.add(ri)
+        self.problems.append(RuleProblem(self.rules.rules[ri].id, rec.line, reason))
 
     def _hits(self, rec: Record) -> tuple[tuple[int, str, int, object], ...]:
         """(rule, kind, pattern, match) for each pattern the message's literals lead to that matches it."""

@@ -3,8 +3,9 @@
 One check is `GET /health`, then a one-token request: `POST /v1/chat/completions` (the model
 named by `GET /v1/models`) or SGLang's native `POST /generate`. Every request has a timeout,
 proxies are never used (a proxy that answers for localhost is a classic false alarm), and only
-loopback addresses are probed unless the caller allows others. `tail --probe` repeats the
-check a bounded number of times, some seconds apart.
+loopback addresses are probed unless the caller allows others. No redirect is followed: a
+redirect could leave loopback, and one that turns a POST into a GET would pass for an answer.
+`tail --probe` repeats the check a bounded number of times, some seconds apart.
 """
 
 from __future__ import annotations
@@ -101,11 +102,13 @@ def _request(cfg: ProbeConfig, method: str, path: str, payload: dict | None = No
     data = json.dumps(payload).encode() if payload is not None else None
     req = urllib.request.Request(cfg.url + path, data=data, method=method,
                                  headers={"Content-Type": "application/json"} if data else {})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
     try:
         with opener.open(req, timeout=cfg.timeout) as resp:
             return resp.status, resp.read(MAX_BODY).decode("utf-8", "replace")
     except urllib.error.HTTPError as e:
+        if 300 <= e.code < 400:
+            return e.code, f"redirects to {e.headers.get('Location', '?')} (not followed)"
         try:
             body = e.read(MAX_BODY).decode("utf-8", "replace")
         except OSError:
@@ -120,6 +123,13 @@ def _request(cfg: ProbeConfig, method: str, path: str, payload: dict | None = No
         return None, f"no answer in {cfg.timeout:g} s"
     except (OSError, ValueError) as e:
         return None, str(e)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Turns every redirect into the 3xx answer it is."""
+
+    def redirect_request(self, *_: object) -> None:
+        return None
 
 
 def _json(body: str):

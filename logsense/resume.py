@@ -4,11 +4,13 @@ A small JSON file, written atomically. The position is saved as lines are consum
 once every SAVE_EVERY seconds, and at once when something is reported), so a killed tail loses
 at most that much, and lines read twice are not reported twice. For a file the position names
 the file by identity (device, inode, a fingerprint of its head), so that a resumed tail finds it
-after a rotation and notices a truncation. A state file that is not one is an error (exit 2).
+after a rotation and notices a truncation. A state file that is not one is an error (exit 2), and
+so is a state another tail is using: each run holds a lock on `<state>.lock` while it lives.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from datetime import datetime, timezone
@@ -86,7 +88,9 @@ def key_for(kind: str, target: str | None, files: list[str], directory: str | No
 
 
 def load(path: str, key: dict[str, Any]) -> State:
-    """The state in `path` for this target; a new one when there is none, or it is for another target."""
+    """The state in `path` for this target; a new one when there is none, or it is for another target.
+    The state is locked for as long as this process lives."""
+    _lock(path)
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
@@ -112,6 +116,27 @@ def load(path: str, key: dict[str, Any]) -> State:
     st = State(path, key, data)
     st.note = f"{path}: resuming at line {(data.get('position') or {}).get('line', 0)}"
     return st
+
+
+_held: dict[str, int] = {}  # lock file -> its descriptor, open while the process lives
+
+
+def _lock(path: str) -> None:
+    """Two runs on one state would each overwrite the other's position: the second one is refused."""
+    lock = os.path.abspath(path) + ".lock"
+    if lock in _held:
+        return
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise SourceError(f"{lock}: cannot lock the --resume state: {e.strerror or e}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise SourceError(f"{path}: another logsense tail is using this --resume state; stop it or give "
+                          "another --resume path") from None
+    _held[lock] = fd
 
 
 def _problem(data: Any) -> str | None:

@@ -105,7 +105,8 @@ def test_the_command_line(bring_up):
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-m", "logsense", "history", "-u", UNIT, "--file", str(bring_up), "--format",
+    # -f is --format, as in analyze, diff, stats and eval (tail's -f is --follow, as journalctl's)
+    p = subprocess.run([sys.executable, "-m", "logsense", "history", "-u", UNIT, "--file", str(bring_up), "-f",
                         "json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     check_rows(json.loads(p.stdout))

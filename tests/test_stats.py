@@ -66,6 +66,18 @@ def test_pool_gives_the_same_rows_in_the_same_order(tmp_path):
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_workers_capped_by_the_logs_and_the_cores(two_logs):
+    """`-j 64` on two logs starts two workers at most, never 64."""
+    import multiprocessing
+
+    from logsense.learn.batch import collect
+
+    seen: list[int] = []
+    rows = collect([str(two_logs)], jobs=64, on_row=lambda _row: seen.append(len(multiprocessing.active_children())))
+    assert len(rows) == 2
+    assert max(seen) <= min(2, os.cpu_count() or 1)
+
+
 def test_time_to_failure_across_stamps_with_and_without_a_year():
     """journalctl's short stamps have no year, SGLang's have one: the time between them is the log's, not 26 years."""
     from logsense.learn.batch import row_from_path

@@ -277,3 +277,27 @@ def test_line_numbers_are_the_files_and_the_verdict_is_said_once(tmp_path, capsy
     assert sum(e["event"] == "verdict" for e in ev) == 1
     code, text = run(capsys, pack, target=str(p), fmt="text")
     assert text.count("phases:") == 1 and text.count("✗ failed") == 1
+
+
+def test_two_tails_on_one_resume_state_the_second_is_refused(tmp_path, pack):
+    """Two runs on one state would overwrite each other's position: the second says so, exit 2."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "server.log"
+    state = tmp_path / "tail.state"
+    p.write_text(lines(startup()[:4]))
+    cmd = [sys.executable, "-m", "logsense", "tail", str(p), "--resume", str(state), "--only-rules", str(pack)]
+    first = subprocess.Popen(cmd + ["--format", "jsonl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None
+        first.stdout.readline()  # it has begun, holding the state
+        second = subprocess.run(cmd + ["--no-follow"], capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert "another logsense tail is using this --resume state" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        first.terminate()
+        first.wait(timeout=30)
+    after = subprocess.run(cmd + ["--no-follow"], capture_output=True, text=True, timeout=60)
+    assert after.returncode != 2, after.stderr  # the lock went with the first process

@@ -121,3 +121,30 @@ def test_nothing_listening_is_bounded(ready_log, capsys):
     srv.server_close()
     code, ev = run(capsys, log, pack, probe=f"127.0.0.1:{port}", probe_tries=1, probe_timeout="1s")
     assert code == 4
+
+
+def test_no_redirect_is_followed():
+    """A redirect could leave loopback, and a POST turned into a GET by one would pass for an answer."""
+    answering = make_server()
+
+    class Redirects(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def _redirect(self):
+            self.send_response(307 if self.path == "/health" else 302)
+            self.send_header("Location", url(answering) + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = _redirect
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Redirects)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        got = probe.check(probe.config(url(srv), timeout=5))
+        assert not got.ok
+        assert "307" in got.detail and "not followed" in got.detail
+    finally:
+        srv.shutdown()
+        answering.shutdown()

@@ -165,3 +165,27 @@ def test_fact_names_cover_what_facts_give():
 
     assert {"mem_fraction_static_lower", "tp_size", "server", "cuda_version"} <= FACT_NAMES
     assert set(Facts().snapshot()) <= FACT_NAMES
+
+
+def test_a_pattern_slow_on_every_line_is_stopped_by_its_budget(tmp_path, pack):
+    """Each line stays under the per-line limit, but the rule's time on the log is bounded too."""
+    log = tmp_path / "x.log"
+    log.write_text("".join(f"boom {'a' * 28}b {i}\n" for i in range(1000))
+                   + "[2025-01-01 00:00:00] The server is fired up and ready to roll!\n")
+    p = subprocess.run([sys.executable, "-m", "logsense", "analyze", "-f", "json", "--only-rules", str(pack), str(log)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["status"] == "ready"
+    assert [q["rule"] for q in out["rule_problems"]] == ["backtracker"]
+    assert "in all on this log" in out["rule_problems"][0]["reason"]
+
+
+def test_a_disabled_rule_is_warned_on_stderr_not_in_the_report(tmp_path, pack):
+    log = tmp_path / "x.log"
+    log.write_text(("boom " + "a" * 60 + "b\n") * 3 + "[2025-01-01 00:00:00] The server is fired up and ready to roll!\n")
+    p = subprocess.run([sys.executable, "-m", "logsense", "analyze", "--only-rules", str(pack), str(log)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "backtracker" not in p.stdout
+    assert "warning: rule backtracker" in p.stderr and "disabled" in p.stderr

@@ -17,6 +17,8 @@ _.on_broken_pipe
 _.readinto
 # http.server.BaseHTTPRequestHandler (the probe tests' stand-in server)
 _.do_GET
+# urllib's redirect handler calls it: logsense.probe answers None (no redirect followed)
+_.redirect_request
 _.do_POST
 _.log_message
 # a module's __getattr__ (PEP 562): lazy attributes of logsense.sources

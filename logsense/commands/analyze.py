@@ -51,7 +51,9 @@ def main(
                 out = console()
             elif i:
                 out.print()
-            report_text.render(report, out, problems)
+            report_text.render(report, out)
+            for line in report_text.problem_lines(problems):
+                sys.stderr.write(line + "\n")
     if reports:
         import json
 

@@ -13,6 +13,7 @@ import contextlib
 import fnmatch
 import glob
 import io
+import itertools
 import lzma
 import os
 import shutil
@@ -374,10 +375,14 @@ def tasks(paths: Iterable[str], spool: str) -> Iterator[LogSource]:
 def collect(paths: Iterable[str], jobs: int = 0, on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """Every log's row, in input order; `jobs` worker processes (0: one per core, 1: none); `on_row` sees
     each row as it comes (a progress line)."""
-    jobs = jobs or os.cpu_count() or 1
+    cores = os.cpu_count() or 1
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="logsense-stats-") as spool:
         todo = tasks(paths, spool)
+        # Never more workers than cores or logs: `-j 100000` on three logs starts three.
+        head = list(itertools.islice(todo, min(jobs or cores, cores)))
+        jobs = max(1, len(head))
+        todo = itertools.chain(head, todo)
 
         def done(row: dict) -> None:
             out.append(row)

@@ -116,7 +116,7 @@ def render_diagnosis(console: Terminal, d: Diagnosis, principal: bool) -> None:
         console.print(Text(f"  {label}: {clean(d.nearest)}", style="dim"))
 
 
-def render(report: Report, console: Terminal, problems: list[RuleProblem] | None = None) -> None:
+def render(report: Report, console: Terminal) -> None:
     """The whole report: the verdict, the principal root cause in full, the others and the symptoms, the phases."""
     title = Text(clean(report.source), style="bold")
     title.append(f"  {report.lines} lines  ", style="dim")
@@ -153,5 +153,8 @@ def render(report: Report, console: Terminal, problems: list[RuleProblem] | None
     for d in symptoms:
         render_brief(console, d, "·")
     console.print(phase_summary(report))
-    for p in problems or []:
-        console.print(Text(f"warning: rule {p.rule} at line {p.line}: {p.reason}", style="yellow"))
+
+
+def problem_lines(problems: list[RuleProblem]) -> list[str]:
+    """A rule disabled for the run, one warning line each: for stderr, never the report's stream."""
+    return [clean(f"logsense: warning: rule {p.rule} at line {p.line}: {p.reason}") for p in problems]

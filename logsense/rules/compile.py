@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 MIN_LITERAL = 3
 MATCH_TIMEOUT = 0.25  # seconds per search: a pathological pattern is stopped, reported and disabled
+RULE_BUDGET = 2.0  # seconds of search per rule per log: a pattern slow on every line is disabled too
 
 _CLASS_ESCAPES = set("dDwWsSbBAZzGnrtfv0123456789xuUNpPXhHKkR")
 
