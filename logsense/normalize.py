@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 
 from logsense import re_cache
+from logsense.linecut import cut_text
 from logsense.memo import text_memo
 from logsense.model import Record
 
@@ -85,7 +86,7 @@ YEARLESS = 2000
 PLACEHOLDER_YEAR = f"{YEARLESS}-"
 _YEARLESS = re_cache.compile(r"2000-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
 
-MAX_LINE = 64 * 1024  # longer lines are cut for matching; the server_args dump is ~10 KB
+MAX_LINE = 64 * 1024  # longer lines keep their two ends for matching; the server_args dump is ~10 KB
 
 
 def is_journal_meta(text: str) -> bool:
@@ -159,7 +160,7 @@ class Normalizer:
     def feed(self, line_no: int, raw: str) -> list[Record]:
         """Normalize one raw line (without its newline) into zero, one or more records."""
         if len(raw) > MAX_LINE:
-            raw = raw[:MAX_LINE]
+            raw = cut_text(raw, MAX_LINE)
         if raw.endswith("\r"):
             raw = raw.rstrip("\r")
         if raw[:1] == "{" and raw.rstrip()[-1:] == "}":

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn, TypeVar
 
 from logsense.errors import SourceError
 from logsense.framing import FRAMING_LITERALS
+from logsense.linecut import MAX_LINE_BYTES, LongLine
 from logsense.normalize import Normalizer
 from logsense.pipeline import Pipeline
-from logsense.sources.recorded import MAX_LINE_BYTES, read_lines
+from logsense.sources.recorded import read_lines
 
 if TYPE_CHECKING:
     import mmap  # the forked search's modules are imported when a log is big enough for it
@@ -325,7 +326,7 @@ def _chain(first: list[tuple[bytes, int]], rest: Iterator[tuple[bytes, int]]) ->
 
 
 def _bodies(fp: BinaryIO, name: str) -> Iterator[tuple[bytes, int]]:
-    """The input in blocks of whole lines (each ends in a newline); an overlong line cut to MAX_LINE_BYTES.
+    """The input in blocks of whole lines (each ends in a newline); an overlong line keeps its two ends (linecut).
 
     Each block comes with where it starts in the input, or -1 when it is not the input's bytes as
     they are (a line in it was cut, or its last line got the newline the input lacks). A block is
@@ -335,7 +336,7 @@ def _bodies(fp: BinaryIO, name: str) -> Iterator[tuple[bytes, int]]:
     held, held_at = b"", -1
     carry, carry_at = b"", 0  # what follows the last newline read, and where it starts (-1: cut)
     read = 0  # bytes read so far
-    dropping = False  # inside an overlong line: its rest is skipped up to the next newline
+    long = LongLine()  # an overlong line being read: its start and end kept, its middle cut
     while True:
         try:
             block = fp.read(BLOCK)
@@ -347,16 +348,18 @@ def _bodies(fp: BinaryIO, name: str) -> Iterator[tuple[bytes, int]]:
             break
         at = read
         read += len(block)
-        if dropping:
+        if long:
             nl = block.find(b"\n")
             if nl < 0:
+                long.add(block)
                 continue
+            long.add(memoryview(block)[:nl])
             block, at = block[nl + 1 :], at + nl + 1
             if held:
                 yield held, held_at
                 held = b""
-            yield carry + b"\n", -1
-            carry, carry_at, dropping = b"", at, False
+            yield long.take_bytes() + b"\n", -1
+            carry, carry_at = b"", at
         cut = block.rfind(b"\n")  # the carry holds no newline: it is what follows the last one
         if cut < 0:
             if not carry:
@@ -369,7 +372,10 @@ def _bodies(fp: BinaryIO, name: str) -> Iterator[tuple[bytes, int]]:
             held_at = carry_at if carry else at
             carry, carry_at = block[cut + 1 :], at + cut + 1
         if len(carry) > MAX_LINE_BYTES:
-            carry, carry_at, dropping = carry[:MAX_LINE_BYTES], -1, True
+            long.add(carry)
+            carry, carry_at = b"", -1
+    if long:
+        carry = long.take_bytes()
     if carry:
         held, held_at = held + carry + b"\n", -1
     if held:

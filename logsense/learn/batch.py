@@ -195,8 +195,8 @@ def _line_before(block: bytes, pos: int) -> int | None:
 
 def _dated(block: bytes, pos: int) -> bool:
     """Whether the line of `block` that starts at `pos` carries a time."""
+    from logsense.linecut import MAX_LINE_BYTES
     from logsense.normalize import Normalizer
-    from logsense.sources.recorded import MAX_LINE_BYTES
 
     end = block.find(b"\n", pos)
     raw = block[pos : min(end if end >= 0 else len(block), pos + MAX_LINE_BYTES)].decode("utf-8", "replace")

@@ -25,11 +25,11 @@ except ImportError:
         from hashlib import sha256 as _sha256
 
 from logsense.errors import SourceError
+from logsense.linecut import MAX_LINE_BYTES, LongLine
 from logsense.sources.recorded import TextCodec, codec_of, source_error
 
 POLL = 0.02  # seconds between looks at an idle file: the floor of the delay a new line sees
 READ_CAP = 4 << 20  # bytes taken from one file per look, so a huge backlog does not stall the caller
-MAX_LINE_BYTES = 1 << 20  # a longer line is cut here (as for recorded logs)
 SCAN_BLOCK = 1 << 20
 # A file system that keeps whole-second times (2 s on FAT) dates a write up to this much too early.
 MTIME_SLACK = 2.0
@@ -48,7 +48,7 @@ class _Open:
         self.fd = fd
         self.ident = ident  # (st_dev, st_ino)
         self.offset = offset  # bytes read from this file (pending included)
-        self.pending = bytearray()
+        self.pending = LongLine()  # the line being read, not yet ended by a newline
         self.pending_since = 0.0
         self.last_data = last_data
         self.head = head  # the file's first bytes as last seen
@@ -263,26 +263,20 @@ class FileFollower:
         while True:
             nl = codec.find_newline(data, start, base)
             if nl < 0:
-                rest = data[start:]
-                if rest:
-                    room = MAX_LINE_BYTES - len(f.pending)
-                    if room > 0:
-                        f.pending += rest[:room]
+                if start < len(data):
+                    f.pending.add(memoryview(data)[start:])
                     f.pending_since = now  # the quiet time of a partial line counts from its last byte
                 break
-            chunk = data[start:nl]
-            if f.pending:
-                room = MAX_LINE_BYTES - len(f.pending)
-                f.pending += chunk[: max(room, 0)]
-                chunk = bytes(f.pending)
-                f.pending.clear()
-            elif len(chunk) > MAX_LINE_BYTES:
-                chunk = chunk[:MAX_LINE_BYTES]
             self.line += 1
             first = f.line_start == 0
+            if f.pending or nl - start > MAX_LINE_BYTES:
+                f.pending.add(memoryview(data)[start:nl])
+                text = f.pending.take_text(codec.decode, first)
+            else:
+                text = codec.decode(data[start:nl], first)
             self._began(f)
             f.line_start = base + nl + step
-            out.append((self.line, codec.decode(chunk, first)))
+            out.append((self.line, text))
             start = nl + step
         return True
 
@@ -292,8 +286,7 @@ class FileFollower:
             first = f.line_start == 0
             self._began(f)
             f.line_start = f.offset
-            out.append((self.line, f.codec.decode(bytes(f.pending), first)))
-            f.pending.clear()
+            out.append((self.line, f.pending.take_text(f.codec.decode, first)))
 
     def _began(self, f: _Open) -> None:
         head = f.head[: f.line_start]
@@ -308,7 +301,7 @@ class FileFollower:
         if f is None:
             return {"path": self.path, "dev": None, "ino": None, "offset": 0, "line": self.line,
                     "head_len": 0, "head": fingerprint(b"")}
-        offset = f.offset - len(f.pending)
+        offset = f.offset - f.pending.size
         head = f.head[:offset]
         return {
             "path": self.path,

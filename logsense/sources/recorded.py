@@ -13,17 +13,16 @@ from typing import BinaryIO
 
 from logsense import re_cache
 from logsense.errors import SourceError
+from logsense.linecut import MAX_LINE_BYTES, LongLine
 from logsense.model import Value, _set
 
 BLOCK = 1 << 20
-MAX_LINE_BYTES = 1 << 20  # a longer line is cut here: a 50 MB line must not cost 50 MB
 
 
 def read_lines(fp: BinaryIO, name: str = "<input>") -> Iterator[tuple[int, str]]:
-    """Yield (line number, text) from a binary stream; invalid UTF-8 is replaced, huge lines are cut."""
+    """Yield (line number, text) from a binary stream; invalid UTF-8 is replaced, huge lines keep both ends."""
     line_no = 0
-    pending = bytearray()
-    overflow = False
+    line = LongLine()
     while True:
         try:
             block = fp.read(BLOCK)
@@ -37,23 +36,18 @@ def read_lines(fp: BinaryIO, name: str = "<input>") -> Iterator[tuple[int, str]]
         while True:
             nl = block.find(b"\n", start)
             if nl < 0:
-                room = MAX_LINE_BYTES - len(pending)
-                if room > 0:
-                    pending += block[start : start + room]
-                if len(block) - start > room:
-                    overflow = True
+                line.add(memoryview(block)[start:])
                 break
-            if not overflow:
-                room = MAX_LINE_BYTES - len(pending)
-                pending += block[start : min(nl, start + room)]
             line_no += 1
-            yield line_no, bytes(pending).decode("utf-8", "replace")
-            pending.clear()
-            overflow = False
+            if line or nl - start > MAX_LINE_BYTES:
+                line.add(memoryview(block)[start:nl])
+                yield line_no, line.take_bytes().decode("utf-8", "replace")
+            else:
+                yield line_no, block[start:nl].decode("utf-8", "replace")
             start = nl + 1
-    if pending:
+    if line:
         line_no += 1
-        yield line_no, bytes(pending).decode("utf-8", "replace")
+        yield line_no, line.take_bytes().decode("utf-8", "replace")
 
 
 def source_error(path: str, e: OSError) -> SourceError:
