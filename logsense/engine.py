@@ -25,6 +25,7 @@ from logsense.model import (
 )
 from logsense.rules import RuleSet
 from logsense.rules.compile import MATCH_TIMEOUT, RULE_BUDGET, CompiledRule, Pattern
+from logsense.taxonomy import raised_in
 from logsense.taxonomy import title as cause_title
 
 MAX_EVIDENCE = 6
@@ -51,6 +52,15 @@ class _Searched:
 
     def __init__(self, _text: str) -> None:
         self.hits: tuple[tuple[int, str, int, object], ...] | None = None
+
+
+def _raised_where_said(rule: CompiledRule, event: Event) -> bool:
+    """A cause that means a bug in one package's code is named only when the traceback ends in that package."""
+    where = raised_in(rule.spec.cause) if rule.spec.role is Role.ROOT else None
+    if where is None:
+        return True
+    frames = frame_lines(event)
+    return not frames or re.search(where, frames[-1].message) is not None
 
 
 class Matcher:
@@ -134,6 +144,8 @@ class Matcher:
                 all_hits = self._windowed(ri, rule, event, h)
                 if all_hits is None:
                     continue
+            if not _raised_where_said(rule, event):
+                continue
             out.append(self._make(rule, event, h.any, all_hits))
         return out
 

@@ -11,19 +11,21 @@ TAXONOMY_PATH = Path(__file__).with_name("taxonomy.yaml")
 
 
 class Cause(Value):
-    """One cause of the taxonomy: its id, group, title and usual fixes."""
+    """One cause of the taxonomy: its id, group, title, usual fixes, and where its exception must be raised."""
 
-    __slots__ = ("id", "group", "title", "fix")
+    __slots__ = ("id", "group", "title", "fix", "raised_in")
     id: str
     group: str
     title: str
     fix: tuple[str, ...]
+    raised_in: str | None  # a pattern the innermost traceback frame's path must match ('/vllm/'), or None
 
-    def __init__(self, id: str, group: str, title: str, fix: tuple[str, ...]) -> None:
+    def __init__(self, id: str, group: str, title: str, fix: tuple[str, ...], raised_in: str | None = None) -> None:
         _set(self, "id", id)
         _set(self, "group", group)
         _set(self, "title", title)
         _set(self, "fix", fix)
+        _set(self, "raised_in", raised_in)
 
 
 @lru_cache(maxsize=1)
@@ -34,17 +36,23 @@ def causes() -> dict[str, Cause]:
     raw = TAXONOMY_PATH.read_bytes()
     name = cache.key("taxonomy", raw)
     kept = cache.load(name)
-    if isinstance(kept, dict) and all(isinstance(v, tuple) and len(v) == 3 for v in kept.values()):
-        return {cid: Cause(cid, group, title, fix) for cid, (group, title, fix) in kept.items()}
+    if isinstance(kept, dict) and all(isinstance(v, tuple) and len(v) == 4 for v in kept.values()):
+        return {cid: Cause(cid, *v) for cid, v in kept.items()}
     import yaml
 
     data = yaml.load(raw.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     out: dict[str, Cause] = {}
     for group, entries in data.items():
         for cid, entry in entries.items():
-            out[cid] = Cause(cid, group, entry.get("title", cid), tuple(entry.get("fix") or ()))
-    cache.store(name, {c.id: (c.group, c.title, c.fix) for c in out.values()})
+            out[cid] = Cause(cid, group, entry.get("title", cid), tuple(entry.get("fix") or ()), entry.get("raised_in"))
+    cache.store(name, {c.id: (c.group, c.title, c.fix, c.raised_in) for c in out.values()})
     return out
+
+
+def raised_in(cause: str) -> str | None:
+    """The pattern the innermost frame of a traceback must match for `cause` to be named, or None."""
+    c = causes().get(cause)
+    return c.raised_in if c else None
 
 
 def title(cause: str) -> str:
