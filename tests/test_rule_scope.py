@@ -37,3 +37,20 @@ def test_the_seed_cuda_graph_oom_is_explained_by_sglangs_own_rule():
     assert root is not None and root.cause == "cuda_oom_cuda_graph"
     assert not (root.rule or "").startswith("vllm-")
     assert any("--cuda-graph-max-bs" in f.value for f in root.fixes)
+
+
+def test_a_code_bug_is_named_only_where_the_traceback_ends_in_the_servers_code():
+    """An AttributeError raised in another package that the server calls is that package's API, not a server bug."""
+    from logsense import analyze
+
+    frames = ('Traceback (most recent call last):\n'
+              '  File "/sglang/python/sglang/srt/managers/router/model_rpc.py", line 137, in exposed_init_model\n'
+              '    self.regex_fsm_cache = FSMCache(\n'
+              '  File "/sglang/python/sglang/srt/constrained/fsm_cache.py", line 8, in __init__\n'
+              '    self.outlines_tokenizer = TransformerTokenizer(\n')
+    own = frames + "AttributeError: 'FSMCache' object has no attribute 'tokenizer_path'\n"
+    other = (frames + '  File "/usr/lib/python3.10/site-packages/outlines/models/transformers.py", line 63, in __init__\n'
+             "    self.eos_token_id = self.tokenizer.eos_token_id\n"
+             "AttributeError: 'str' object has no attribute 'eos_token_id'\n")
+    assert [d.cause for d in analyze(own.splitlines()).diagnoses if d.root][:1] == ["sglang_code_bug"]
+    assert "sglang_code_bug" not in [d.cause for d in analyze(other.splitlines()).diagnoses]
