@@ -56,6 +56,19 @@ def test_a_closed_pipe_keeps_a_failure():
         assert "internal error" not in err
 
 
+@pytest.mark.parametrize("fmt", ["text", "jsonl"])
+def test_a_closed_pipe_keeps_tails_failure(fmt):
+    """`tail failing.log --no-follow | head -1`: the rest is read unseen, and the exit code is the verdict."""
+    log = ROOT / "corpora" / "mission" / "python-h-missing.log"
+    writer = subprocess.Popen([*LOGSENSE, "tail", str(log), "--no-follow", "--format", fmt], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    writer.stdout.readline()
+    writer.stdout.close()
+    err = writer.stderr.read().decode()
+    assert writer.wait(timeout=120) == 1, err
+    assert "internal error" not in err
+
+
 @pytest.mark.parametrize("data", [b"", b"\n\n", b"-- No entries --\n"])
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_no_log_lines_is_bad_input(data, fmt):

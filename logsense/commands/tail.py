@@ -17,12 +17,13 @@ import signal
 import stat
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 
 from logsense import resume as resume_state
 from logsense.analysis import analysis_pipeline
 from logsense.commands.common import rules_from_options
-from logsense.errors import ExitCode, SourceError, UsageError
+from logsense.errors import ExitCode, SourceError, UsageError, set_verdict
 from logsense.pipeline import Pipeline
 from logsense.report.console import console
 from logsense.rules import RuleSet
@@ -134,7 +135,7 @@ def main(
         loop.show(session.interrupt(128 + signal.SIGTERM))
     except BrokenPipeError:
         _silence_stdout()
-        session.code = int(ExitCode.OK)
+        session.code = _finish_unread(loop) if not follow or until_ready else int(ExitCode.OK)
     finally:
         signal.signal(signal.SIGTERM, old_term)
         loop.save(force=True)
@@ -146,7 +147,22 @@ def main(
     if not follow and not loop.read_lines and not replay and session.code == ExitCode.OK:
         hint = "is the unit name right?" if kind == "journal" else "the file holds no lines of log"
         raise SourceError(f"{source.description}: no log lines ({hint})")
-    return int(session.code if session.code is not None else ExitCode.INTERRUPTED)
+    code = int(session.code if session.code is not None else ExitCode.INTERRUPTED)
+    set_verdict(code)  # the output may still be in a buffer whose reader has gone: the exit code stays this
+    return code
+
+
+def _finish_unread(loop: _Loop) -> int:
+    """The reader left (`| head -1`) before the verdict: a finite read, or one gated on ready, still ends in
+    its verdict's exit code, as analyze's does; the rest goes nowhere."""
+    try:
+        loop.run()
+    except (BrokenPipeError, _Terminated):
+        return int(ExitCode.OK)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    code = loop.session.code
+    return int(code) if code is not None else int(ExitCode.OK)
 
 
 class _Loop:
@@ -159,6 +175,7 @@ class _Loop:
         self.read_lines = False  # a line of log (not only systemd's start / stop words) was read
         self.tries = 0
         self.next_probe: float | None = None
+        self.pending: deque[Item] = deque()  # read, not yet fed
 
     def run(self) -> None:
         s, src = self.session, self.source
@@ -168,10 +185,11 @@ class _Loop:
                 wait = min(wait, max(s.quiet_since + QUIET - time.monotonic(), 0.0))
             if self.next_probe is not None:
                 wait = min(wait, max(self.next_probe - time.monotonic(), 0.0))
-            items = src.read(wait)
-            self._notices()
-            for item in items:
-                self._feed(item)
+            if not self.pending:  # items left over when the output failed mid-batch come first
+                self.pending.extend(src.read(wait))
+                self._notices()
+            while self.pending:
+                self._feed(self.pending.popleft())
                 if s.code is not None:
                     return
             if self.replay_to is not None and src.caught_up:
