@@ -1,10 +1,12 @@
-"""A progress line for long commands (check, stats, train, eval): on stderr, and only on a terminal."""
+"""A progress line for long commands (check, stats, train, eval, a big log): on stderr, and only on a terminal."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 
 class Progress:
@@ -51,3 +53,56 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Waiting:
+    """`label … 12 s` on stderr while one long step runs (a big log, a cold rule pack): shown after DELAY seconds,
+    redrawn every EVERY, erased at the end; silent when stderr is not a terminal.
+
+    A timer signal draws it, not a thread: the block search forks, and a fork copies no other thread.
+    """
+
+    DELAY = 1.0
+    EVERY = 0.5
+
+    def __init__(self, label: str, out: TextIO | None = None) -> None:
+        self.label = label
+        self.out = out if out is not None else sys.stderr
+        try:
+            tty = self.out.isatty()
+        except (AttributeError, ValueError, OSError):
+            tty = False
+        self.on = tty and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        self._shown = False
+        self._began = 0.0
+        self._old: Any = None
+
+    def __enter__(self) -> Waiting:
+        if self.on:
+            self._began = time.monotonic()
+            self._old = signal.signal(signal.SIGALRM, self._tick)
+            signal.setitimer(signal.ITIMER_REAL, self.DELAY, self.EVERY)
+        return self
+
+    def _tick(self, *_: object) -> None:
+        from logsense.normalize import clean
+        from logsense.report.text import duration
+
+        try:
+            self.out.write(f"\r\x1b[K{clean(self.label)[-70:]} … {duration(time.monotonic() - self._began)}")
+            self.out.flush()
+            self._shown = True
+        except (OSError, ValueError):
+            pass
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.on:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._old if self._old is not None else signal.SIG_DFL)
+        if self._shown:
+            try:
+                self.out.write("\r\x1b[K")
+                self.out.flush()
+            except (OSError, ValueError):
+                pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from logsense.memo import text_memo
 from logsense.model import Phase, Record, RuleProblem
+from logsense.normalize import PLACEHOLDER_YEAR, in_year
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import MATCH_TIMEOUT, Pattern
 from logsense.rules.phases import PhaseKey, PhaseSpec, phase_index, phase_names
@@ -35,6 +36,7 @@ class Timeline:
         self._phases: list[list] = []  # [name, start time, start line]
         self.first_time: str | None = None
         self.last_time: str | None = None
+        self.year: str | None = None  # the year the log prints; a time read without one is put in it
         self.progress: tuple[int, int] | None = None
         # the server of the last marker line that carried its server's prefix; marker lines are read
         # whether the whole log or the scanner's picks are fed, so this is the same either way
@@ -63,6 +65,8 @@ class Timeline:
         """Returns (the phase entered on this line or None, progress (done, total) or None)."""
         if rec.time:
             self.last_time = rec.time
+            if self.year is None and not rec.time.startswith(PLACEHOLDER_YEAR):
+                self.year = rec.time[:4]
             if self.first_time is None:
                 self.first_time = rec.time
         keys = self.index.keys_in(rec.message)
@@ -126,5 +130,11 @@ class Timeline:
         for i, (name, start, line) in enumerate(self._phases):
             nxt = self._phases[i + 1] if i + 1 < len(self._phases) else None
             end = nxt[1] if nxt else (None if name in self._ready_phases else self.last_time)
+            # one clock: a journal time without its year (a traceback line) and the server's own stamp with it
+            # are read in the same year, never a phase that ends before it starts
+            if start is not None:
+                start = in_year(start, self.year)
+            if end is not None:
+                end = in_year(end, self.year)
             out.append(Phase(name, start, end, line, ready=name in self._ready_phases, stop=name in self._stop_phases))
         return tuple(out)

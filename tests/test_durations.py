@@ -47,3 +47,21 @@ def test_no_module_formats_minutes_itself():
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if own.search(line) and "min" in line]
     assert where == [], "format durations with logsense.report.text.duration"
+
+
+def test_a_phase_on_two_clocks_is_read_in_one_year_and_jsonl_prints_no_placeholder_year():
+    """The last phase of the seed's Python.h log starts on SGLang's stamp (with a year) and ends on a traceback line
+    that has only journalctl's (without one): one clock, never a phase that ends before it starts or year 2000."""
+    import json
+    import subprocess
+    import sys
+
+    log = PACKAGE.parent / "corpora" / "mission" / "python-h-missing.log"
+    p = subprocess.run([sys.executable, "-m", "logsense", "tail", str(log), "--no-follow", "--format", "jsonl"],
+                       capture_output=True, text=True, timeout=120)
+    assert "2000-" not in p.stdout
+    end = [json.loads(x) for x in p.stdout.splitlines() if '"end"' in x][-1]
+    assert all(ph["seconds"] is not None and ph["seconds"] >= 0 for ph in end["phases"]), end["phases"]
+    analyzed = json.loads(subprocess.run([sys.executable, "-m", "logsense", "analyze", "-f", "json", str(log)],
+                                         capture_output=True, text=True, timeout=120).stdout)
+    assert [ph["seconds"] for ph in analyzed["phases"]] == [ph["seconds"] for ph in end["phases"]]

@@ -7,6 +7,7 @@ import sys
 from logsense.analysis import analyze_path
 from logsense.commands.common import rules_from_options
 from logsense.errors import ExitCode, SourceError, UsageError, set_verdict
+from logsense.progress import Waiting
 
 
 def main(
@@ -20,14 +21,16 @@ def main(
 ) -> int:
     if paths.count("-") > 1:
         raise UsageError("'-' (stdin) can be read once: give it once")
-    rs = rules_from_options(rules, only_rules, no_rules)
+    with Waiting("logsense: loading the rules"):
+        rs = rules_from_options(rules, only_rules, no_rules)
     code = ExitCode.OK
     out = None  # the terminal report's console: rich is imported only to draw it
     reports = []  # --format json with several inputs: one JSON array, in the order given
     unreadable: list[SourceError] = []  # with several inputs, one that cannot be read does not lose the others
     for i, path in enumerate(paths):
         try:
-            report, problems = analyze_path(path, rs, classifier=classifier, baseline=baseline, no_rules=no_rules)
+            with Waiting(f"logsense: analyzing {'<stdin>' if path == '-' else path}"):
+                report, problems = analyze_path(path, rs, classifier=classifier, baseline=baseline, no_rules=no_rules)
         except SourceError as e:
             if len(paths) == 1:
                 raise

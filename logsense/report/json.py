@@ -13,19 +13,19 @@ SCHEMA_VERSION = 1
 
 def report_dict(report: Report, problems: list[RuleProblem] | None = None) -> dict[str, Any]:
     """The report as the JSON contract has it: log times shown as the log gave them, the schema, rule problems."""
-    out = _times_shown(report.to_json())
+    out = times_shown(report.to_json())
     out["schema"] = SCHEMA_VERSION
     if problems:
         out["rule_problems"] = [{"rule": p.rule, "line": p.line, "reason": p.reason} for p in problems]
     return out
 
 
-def _times_shown(value: Any) -> Any:
+def times_shown(value: Any) -> Any:
     """Times the log gave without a year keep none (never "2000-11-20 ...")."""
     if isinstance(value, dict):
-        return {k: _times_shown(v) for k, v in value.items()}
+        return {k: times_shown(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_times_shown(v) for v in value]
+        return [times_shown(v) for v in value]
     return shown_time(value) if isinstance(value, str) else value
 
 

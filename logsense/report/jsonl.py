@@ -15,7 +15,7 @@ import time
 from typing import Any, TextIO
 
 from logsense.model import Diagnosis, Phase, Report
-from logsense.report.json import dumps_line
+from logsense.report.json import dumps_line, times_shown
 
 PROGRESS_EVERY = 1.0  # seconds between two progress objects of one phase
 
@@ -27,7 +27,7 @@ class JsonlView:
         self._last_progress: tuple[str | None, float] = (None, 0.0)
 
     def emit(self, event: str, **fields: Any) -> None:
-        self.out.write(dumps_line({"event": event, **fields}) + "\n")
+        self.out.write(dumps_line(times_shown({"event": event, **fields})) + "\n")
         self.out.flush()
 
     def begin(self, info: dict) -> None:
