@@ -13,6 +13,7 @@ class ExitCode(IntEnum):
     FAILURE = 1
     BAD_INPUT = 2
     TIMEOUT = 3
+    NOT_ANSWERING = 4  # tail --probe: the log says ready, the endpoint does not answer
     INTERNAL = 70
     INTERRUPTED = 130
 

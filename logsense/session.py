@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Protocol
 
+from logsense.errors import ExitCode
 from logsense.logtime import parse_time
 from logsense.model import Diagnosis, Record, Report, Status, UpdateKind, Value, _set
 from logsense.normalize import YEARLESS, in_year
@@ -47,7 +48,8 @@ class Outcome(str, Enum):
     NOT_ANSWERING = "not-answering"  # the log says ready; the endpoint does not answer
 
 
-EXIT = {Outcome.READY: 0, Outcome.FAILED: 1, Outcome.STOPPED: 1, Outcome.INCOMPLETE: 3, Outcome.NOT_ANSWERING: 4}
+EXIT = {Outcome.READY: int(ExitCode.OK), Outcome.FAILED: int(ExitCode.FAILURE), Outcome.STOPPED: int(ExitCode.FAILURE),
+        Outcome.INCOMPLETE: int(ExitCode.TIMEOUT), Outcome.NOT_ANSWERING: int(ExitCode.NOT_ANSWERING)}
 
 
 class Item(Value):
