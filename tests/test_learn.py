@@ -524,3 +524,23 @@ def test_missing_model_with_no_rules_is_an_error(tmp_path):
                   env={"LOGSENSE_MODEL": str(tmp_path / "none.json")})
     assert p.returncode == 2
     assert f"logsense train corpora/ -o {tmp_path / 'none.json'}" in p.stderr  # writes the file it names
+
+
+def test_the_errorish_prefilter_never_changes_the_answer():
+    """is_errorish skips its forty-branch regex when no literal of it is in the line: the same answer on every
+    line of the corpus, and on the branches no plain literal covers (inf, hang, timedout)."""
+    import re
+
+    from conftest import CORPORA
+    from logsense.learn import features as f
+
+    def by_regex(line: str) -> bool:
+        return bool(f._ERRORISH.search(line)) and not any(x in line[:64] for x in f._NOT_ERRORS)
+
+    lines = [line for p in sorted(CORPORA.rglob("*.log")) for line in p.read_text(errors="replace").splitlines()]
+    lines += ["loss=inf,", "(hanging)", "hang on", "Timedout waiting", "exchange rates", "INFO: all good",
+              "a NaN", "RuntimeError: x", "ERROR 01-01 x", "[2026] FATAL: y"]
+    assert len(lines) > 10_000
+    assert [f.is_errorish(x) for x in lines] == [by_regex(x) for x in lines]
+    level = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
+    assert [f.is_level_error(x) for x in lines] == [bool(level.search(x)) for x in lines]
