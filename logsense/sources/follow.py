@@ -40,7 +40,7 @@ class _Open:
     """A followed file while it is open: where reading stands in it, and the part line read so far."""
 
     __slots__ = ("fd", "ident", "offset", "pending", "pending_since", "last_data", "head", "line_start", "codec",
-                 "codec_sure")
+                 "codec_sure", "_print")
 
     def __init__(self, fd: int, ident: tuple[int, int], offset: int = 0, *, last_data: float = 0.0,
                  head: bytes = b"", line_start: int = 0, codec: TextCodec | None = None,
@@ -55,6 +55,17 @@ class _Open:
         self.line_start = line_start  # where the next line (the pending one) begins
         self.codec = codec if codec is not None else TextCodec()  # UTF-8, or UTF-16 told by its BOM
         self.codec_sure = codec_sure  # the codec was read from the file's first two bytes (a BOM is two)
+        self._print: tuple[bytes, int, str] = (b"", -1, "")  # (head, length, fingerprint) last taken
+
+    def head_print(self, n: int) -> tuple[int, str]:
+        """(length, fingerprint) of the head's first `n` bytes; past the head every line has the same one."""
+        head = self.head
+        n = min(n, len(head))
+        kept, at, digest = self._print
+        if kept is not head or at != n:
+            digest = fingerprint(head[:n])
+            self._print = (head, n, digest)
+        return n, digest
 
 
 def fingerprint(head: bytes) -> str:
@@ -289,9 +300,9 @@ class FileFollower:
             out.append((self.line, f.pending.take_text(f.codec.decode, first)))
 
     def _began(self, f: _Open) -> None:
-        head = f.head[: f.line_start]
+        head_len, head = f.head_print(f.line_start)
         self.starts[self.line] = {"dev": f.ident[0], "ino": f.ident[1], "offset": f.line_start, "line": self.line - 1,
-                                  "head_len": len(head), "head": fingerprint(head)}
+                                  "head_len": head_len, "head": head}
 
     # -- position ----------------------------------------------------------------------------
 
