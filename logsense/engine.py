@@ -59,7 +59,8 @@ def _raised_where_said(rule: CompiledRule, event: Event) -> bool:
     where = raised_in(rule.spec.cause) if rule.spec.role is Role.ROOT else None
     if where is None:
         return True
-    frames = frame_lines(event)
+    # an attribute lookup that fails inside a __getattr__ (torch's nn.Module has one) is the caller's
+    frames = [f for f in frame_lines(event) if not f.message.rstrip().endswith(("in __getattr__", "in __getattribute__"))]
     return not frames or re.search(where, frames[-1].message) is not None
 
 

@@ -53,4 +53,8 @@ def test_a_code_bug_is_named_only_where_the_traceback_ends_in_the_servers_code()
              "    self.eos_token_id = self.tokenizer.eos_token_id\n"
              "AttributeError: 'str' object has no attribute 'eos_token_id'\n")
     assert [d.cause for d in analyze(own.splitlines()).diagnoses if d.root][:1] == ["sglang_code_bug"]
+    via_getattr = (frames + '  File "/usr/lib/python3.12/dist-packages/torch/nn/modules/module.py", line 1964, in __getattr__\n'
+                   "    raise AttributeError(\n"
+                   "AttributeError: 'FusedMoE' object has no attribute 'w13_weight'\n")
+    assert [d.cause for d in analyze(via_getattr.splitlines()).diagnoses if d.root][:1] == ["sglang_code_bug"]
     assert "sglang_code_bug" not in [d.cause for d in analyze(other.splitlines()).diagnoses]
