@@ -65,3 +65,23 @@ def test_a_phase_on_two_clocks_is_read_in_one_year_and_jsonl_prints_no_placehold
     analyzed = json.loads(subprocess.run([sys.executable, "-m", "logsense", "analyze", "-f", "json", str(log)],
                                          capture_output=True, text=True, timeout=120).stdout)
     assert [ph["seconds"] for ph in analyzed["phases"]] == [ph["seconds"] for ph in end["phases"]]
+
+
+@pytest.mark.parametrize("name", ["python-h-missing.log", "flash-attn-cute-warmup.log"])
+def test_tail_and_history_give_one_startup_the_same_time(name):
+    """A file's only startup is read from its top by tail, as history and analyze read it: the unit's start
+    and an import's warnings before server_args are its own, so both say the same time to failure."""
+    import json
+    import subprocess
+    import sys
+
+    log = PACKAGE.parent / "corpora" / "mission" / name
+    run = [sys.executable, "-m", "logsense"]
+    tailed = subprocess.run([*run, "tail", str(log), "--no-follow", "--format", "jsonl"], capture_output=True,
+                            text=True, timeout=120).stdout.splitlines()
+    events = [json.loads(x) for x in tailed]
+    assert events[0]["start"].startswith("from its start")
+    verdict = next(e for e in events if e["event"] == "verdict")
+    rows = json.loads(subprocess.run([*run, "history", str(log), "-f", "json"], capture_output=True, text=True,
+                                     timeout=120).stdout)
+    assert len(rows) == 1 and rows[0]["seconds"] == verdict["seconds"]

@@ -334,8 +334,10 @@ class FileFollower:
         self._cur = None
 
 
-def last_line_offset(path: str, literals: list[str], accept, limit: int = 256 << 20) -> int | None:
-    """The byte offset of the last line holding one of `literals` for which accept(text) is true.
+def last_line_offset(path: str, literals: list[str], accept, limit: int = 256 << 20,
+                     before: int | None = None) -> int | None:
+    """The byte offset of the last line holding one of `literals` for which accept(text) is true (of those that
+    start before byte `before`, when given).
 
     Reads the file backwards in blocks (at most `limit` bytes), so the latest startup in a big
     log is found without reading the whole file. None when there is no such line.
@@ -348,7 +350,7 @@ def last_line_offset(path: str, literals: list[str], accept, limit: int = 256 <<
         codec = codec_of(read_head(fd, 2))
         encoded = [lit.encode(codec.encoding or "utf-8") for lit in literals]
         step = len(codec.newline)
-        end = os.fstat(fd).st_size
+        end = os.fstat(fd).st_size if before is None else before
         lo_limit = max(0, end - limit)
         lo_limit += lo_limit % codec.unit  # a line starts on a whole character
         pos = end
