@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 from datetime import datetime
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+TIMES_KEPT = 1 << 16  # time change points kept per log (bounded memory whatever its length)
 
 
 def parse_time(t: str | None) -> datetime | None:
@@ -25,3 +31,34 @@ def seconds_between(a: str | None, b: str | None) -> float | None:
     except TypeError:  # one stamp with a zone, one without: no duration can be told
         return None
     return round(s, 3) if s >= 0 else None
+
+
+class TimesSeen(Generic[T]):
+    """Where a log's time changes, line by line: the time at any line read so far, in bounded memory (a time is
+    the log's stamp, or the epoch read from it).
+
+    A failure's time is asked for its first line, sometimes long after it (a cause named at the end); past
+    TIMES_KEPT points every other one is dropped, which keeps the whole log, at worst giving a time a little
+    earlier than the line's own.
+    """
+
+    __slots__ = ("points",)
+
+    def __init__(self) -> None:
+        self.points: list[tuple[int, T]] = []
+
+    def note(self, line: int, time: T) -> None:
+        points = self.points
+        if points and points[-1][1] == time:
+            return
+        points.append((line, time))
+        if len(points) > TIMES_KEPT:
+            self.points = points[::2]
+
+    def at(self, line: int | None) -> T | None:
+        """The time at `line` (the last one noted at or before it); the last time of all when `line` is None."""
+        points = self.points
+        if line is None:
+            return points[-1][1] if points else None
+        i = bisect.bisect_right(points, line, key=lambda point: point[0])
+        return points[i - 1][1] if i else None

@@ -23,7 +23,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from logsense.errors import ExitCode
-from logsense.logtime import parse_time
+from logsense.logtime import TimesSeen, parse_time
 from logsense.model import Diagnosis, Record, Report, Status, UpdateKind, Value, _set
 from logsense.normalize import YEARLESS, in_year
 from logsense.rules import RuleSet
@@ -98,7 +98,7 @@ class Startup:
 
     __slots__ = ("pipeline", "index", "first_line", "first_epoch", "started_at", "phase", "phase_epoch", "progress",
                  "ready_since", "stopped", "failed_at", "failed_epoch", "last_epoch", "lead", "lead_rule", "report",
-                 "outcome", "verdict")
+                 "outcome", "verdict", "times")
 
     def __init__(self, pipeline: Any, index: int) -> None:
         self.pipeline = pipeline
@@ -119,6 +119,7 @@ class Startup:
         self.report: Report | None = None
         self.outcome: Outcome | None = None
         self.verdict: Verdict | None = None
+        self.times: TimesSeen[str] = TimesSeen()  # the log's time at each line read (where it changes)
 
 
 class Verdict(Value):
@@ -327,6 +328,9 @@ class Session:
             seconds = s.ready_since
         else:
             end = s.failed_epoch if s.outcome is Outcome.FAILED and s.failed_epoch is not None else s.last_epoch
+            if s.outcome is Outcome.FAILED and root is not None and root.evidence:
+                # one clock for every command (stats too): a failure's time is its root cause's first evidence line's
+                end = self._epoch_in_log_year(s.times.at(root.evidence[0].line)) or end
             seconds = None if end is None or s.first_epoch is None else round(max(end - s.first_epoch, 0.0), 3)
         s.verdict = Verdict(s.index, s.outcome, report, s.started_at, s.first_line, seconds)
         self.verdicts.append(s.verdict)
@@ -354,6 +358,7 @@ class Session:
                     s.first_epoch = epoch
                     s.started_at = in_year(rec.time, self._year)
                 s.last_epoch = epoch
+                s.times.note(rec.line, rec.time)
                 self.skew = self.clock.time() - epoch
         self._updates(out, s.pipeline.feed(rec))
 
@@ -463,6 +468,15 @@ class Session:
                     s.first_epoch = first.replace(year=dt.year).timestamp()
                     s.started_at = in_year(s.started_at, dt.year)
             self._year = dt.year
+        return dt.timestamp()
+
+    def _epoch_in_log_year(self, t: str | None) -> float | None:
+        """The epoch of a time read earlier, a year-less one put in the year the log has named since."""
+        dt = log_time(t, self.utc_times)
+        if dt is None:
+            return None
+        if dt.year == YEARLESS and self._year is not None:
+            dt = dt.replace(year=self._year)
         return dt.timestamp()
 
 

@@ -8,7 +8,6 @@ loads the rules once per partition). Only `frame` imports pandas.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import fnmatch
 import glob
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from logsense.logtime import TimesSeen
 from logsense.model import Record, Update, UpdateKind
 from logsense.pipeline import Pipeline
 
@@ -40,7 +40,6 @@ COLUMN_TYPES = {
     "server_version": "string", "gpu_name": "string", "model_arch": "string", "error": "string",
 }
 COLUMNS = list(COLUMN_TYPES)
-TIMES_KEPT = 1 << 16  # time change points a row keeps per log (bounded memory whatever its length)
 # Spark cannot infer a type for a column that is None in every row it samples: `.toDF(SPARK_SCHEMA)`
 SPARK_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in COLUMN_TYPES.items())
 LOG_PATTERNS = ("*.log", "*.log.gz", "*.txt", "*.txt.gz", "*.out", "*.journal.txt", "*.jsonl")
@@ -131,7 +130,7 @@ class _RowPipeline(Pipeline):
 
     def __init__(self, rules, fallback) -> None:
         super().__init__(rules, fallback)
-        self.times: list[tuple[int, str]] = []  # (line, time) where the log's time changes: see _note_time
+        self.times: TimesSeen[str] = TimesSeen()  # where the log's time changes
         self.first_time: str | None = None
         self.failed_at: dict[str, str | None] = {}
         self.host: str | None = None
@@ -165,27 +164,15 @@ class _RowPipeline(Pipeline):
     def feed(self, rec: Record) -> list[Update]:
         if rec.time:
             self.first_time = self.first_time or rec.time
-            self._note_time(rec.line, rec.time)
+            self.times.note(rec.line, rec.time)
         if self.host is None and rec.host:
             self.host = rec.host
         updates = super().feed(rec)
         for u in updates:
             if (u.kind is UpdateKind.DIAGNOSIS and u.diagnosis is not None and u.diagnosis.root
                     and u.diagnosis.cause not in self.failed_at):
-                self.failed_at[u.diagnosis.cause] = _time_at(self.times, u.line)
+                self.failed_at[u.diagnosis.cause] = self.times.at(u.line)
         return updates
-
-    def _note_time(self, line: int, time: str) -> None:
-        """Keep where the time changes, for any line of the log; past TIMES_KEPT, every other point.
-
-        A failure's time may be asked for its first line long after it (a cause named at the end):
-        thinning keeps the whole log, at worst giving a time a little earlier than the line's own.
-        """
-        if self.times and self.times[-1][1] == time:
-            return
-        self.times.append((line, time))
-        if len(self.times) > TIMES_KEPT:
-            self.times = self.times[::2]
 
 
 def _line_before(block: bytes, pos: int) -> int | None:
@@ -217,7 +204,8 @@ def row_from_stream(name: str, fp: BinaryIO, rules=None, classifier: Any = False
     ready_time = next((ph.start for ph in report.phases if ph.ready), None) if tl.ready else None
     fail_time = None
     if root is not None:
-        fail_time = failed_at.get(root.cause) or _time_at(times, root.evidence[0].line if root.evidence else None)
+        # one clock for every command (tail and history too): the time of the root cause's first evidence line
+        fail_time = times.at(root.evidence[0].line) if root.evidence else failed_at.get(root.cause)
         fail_time = fail_time or tl.last_time
     f = report.facts
     return {
@@ -253,14 +241,6 @@ def _elapsed(first: str | None, then: str | None) -> float | None:
         year = (then if first.startswith(PLACEHOLDER_YEAR) else first)[:4]
         first, then = in_year(first, year), in_year(then, year)
     return seconds_between(first, then)
-
-
-def _time_at(times: list[tuple[int, str]], line: int | None) -> str | None:
-    """The log's time at `line` (the last one noted at or before it), or its last time when `line` is None."""
-    if line is None:
-        return times[-1][1] if times else None
-    i = bisect.bisect_right(times, line, key=lambda point: point[0])
-    return times[i - 1][1] if i else None
 
 
 def _text(fp: BinaryIO, name: str) -> BinaryIO:
