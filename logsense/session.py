@@ -180,6 +180,7 @@ class Session:
         self._args_markers = [m for p in rules.phases if p.name == "server_args" for m in p.markers]
         self.startup = self._startup(0)
         self._last_run: str | None = None
+        self._run_unknown = False  # the current startup began on an entry without the run's id
         self._last_line = 0
         self._year: int | None = None  # the latest year the log named
 
@@ -192,12 +193,17 @@ class Session:
         self.quiet_since = now
         s = self.startup
         begun = s.first_line is not None or s.stopped is not None
-        if item.run and self._last_run and item.run != self._last_run and item.life != "stop":
+        if item.run and self._last_run and item.run != self._last_run and item.life != "stop" \
+                and not self._run_unknown:
             self._next_startup(out, "started", item.text or "a new invocation of the unit", item.at)
         elif item.life == "start" and begun and (s.stopped or s.pipeline.timeline.current != "import"):
             self._next_startup(out, "started", item.text, item.at)
+            # systemd's word without the run's id (some versions write none): the id the service's own lines
+            # bring next is this startup's, not another one's
+            self._run_unknown = not item.run
         if item.run:
             self._last_run = item.run
+            self._run_unknown = False
         if item.life == "stop":
             self._updates(out, self.startup.pipeline.flush())  # the process is gone: what it wrote is complete
         for rec in item.records:

@@ -87,6 +87,30 @@ def test_three_attempts_from_a_real_journal(bring_up, capsys, monkeypatch, backe
     assert text.count("failed") == 2 and "ready" in text and "--skip-server-warmup" in text
 
 
+@needs_journal_remote
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_systemd_entries_without_the_run_id_count_no_extra_attempt(tmp_path, capsys, monkeypatch, backend):
+    """systemd's "Starting"/"Started" without an invocation id, the service's own lines with one: three
+    attempts, not an empty one at each start (5 were counted)."""
+    entries = []
+    for rel, inv, change in ATTEMPTS:
+        for line in _lines(rel, change):
+            m = _SHORT.match(line)
+            if not m:
+                continue
+            at = time.mktime(time.strptime("2026 " + m[1], "%Y %b %d %H:%M:%S")) - time.timezone
+            if m[3] == "systemd":
+                msg = m[5].split(": ", 1)[-1] if m[5].startswith(SERVICE + ":") else m[5]
+                entries.append(entry(msg, at, systemd=True, invocation=None))
+            else:
+                entries.append(entry(m[5], at, pid=int(m[4] or 4242), invocation=inv))
+    j = tmp_path / "no-ids.journal"
+    write_journal(j, entries)
+    monkeypatch.setenv(journald.BACKEND_ENV, backend)
+    history.main(target=UNIT, files=[str(j)], fmt="json")
+    check_rows(json.loads(capsys.readouterr().out))
+
+
 def test_three_attempts_from_a_file(tmp_path, capsys):
     p = tmp_path / "sglang.log"
     p.write_text("".join(line + "\n" for rel, _, change in ATTEMPTS for line in _lines(rel, change)))
