@@ -336,7 +336,7 @@ class Session:
             end = s.failed_epoch if s.outcome is Outcome.FAILED and s.failed_epoch is not None else s.last_epoch
             if s.outcome is Outcome.FAILED and root is not None and root.evidence:
                 # one clock for every command (stats too): a failure's time is its root cause's first evidence line's
-                end = self._epoch_in_log_year(s.times.at(root.evidence[0].line)) or end
+                end = self._in_log_year(log_time(s.times.at(root.evidence[0].line), self.utc_times)) or end
             seconds = None if end is None or s.first_epoch is None else round(max(end - s.first_epoch, 0.0), 3)
         s.verdict = Verdict(s.index, s.outcome, report, s.started_at, s.first_line, seconds)
         self.verdicts.append(s.verdict)
@@ -459,12 +459,7 @@ class Session:
 
     def _epoch(self, t: str | None) -> float | None:
         dt = log_time(t, self.utc_times)
-        if dt is None:
-            return None
-        if dt.year == YEARLESS:
-            if self._year is not None:
-                dt = dt.replace(year=self._year)
-        elif dt.year != self._year:
+        if dt is not None and dt.year not in (YEARLESS, self._year):
             # the log names its year now (SGLang's own time after journalctl's short lines): what was
             # taken without one is on the same clock
             s = self.startup
@@ -474,17 +469,15 @@ class Session:
                     s.first_epoch = first.replace(year=dt.year).timestamp()
                     s.started_at = in_year(s.started_at, dt.year)
             self._year = dt.year
-        return dt.timestamp()
+        return self._in_log_year(dt)
 
-    def _epoch_in_log_year(self, t: str | None) -> float | None:
-        """The epoch of a time read earlier, a year-less one put in the year the log has named since."""
-        dt = log_time(t, self.utc_times)
+    def _in_log_year(self, dt: datetime | None) -> float | None:
+        """The epoch of a log time, a year-less one put in the year the log has named (if it has)."""
         if dt is None:
             return None
         if dt.year == YEARLESS and self._year is not None:
             dt = dt.replace(year=self._year)
         return dt.timestamp()
-
 
 def log_time(t: str | None, utc: bool) -> datetime | None:
     """A log's time (a year-less one, as journalctl's short format writes, reads as year 2000: still good

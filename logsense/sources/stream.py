@@ -131,8 +131,8 @@ def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
         if off is not None:
             # the only startup in the file: what came before its server_args (the unit's start, an import's
             # warning) is its own, so it is read from the top, as analyze and history read it
-            if off and last_line_offset(path, literals, accept, limit=SCAN_BYTES, before=off) is None \
-                    and os.path.getsize(path) <= SCAN_BYTES:
+            if off and os.path.getsize(path) <= SCAN_BYTES \
+                    and last_line_offset(path, literals, accept, limit=SCAN_BYTES, before=off) is None:
                 return 0, "from its start (its only startup)"
             return off, "from the latest startup"
     size = os.path.getsize(path)
