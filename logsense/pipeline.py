@@ -130,6 +130,10 @@ class Pipeline:
             out.extend(self._event(event))
         return out
 
+    def passed(self, line_no: int) -> None:
+        """Lines up to `line_no` were read and passed over: none holds a literal any stage needs."""
+        self.lines = max(self.lines, line_no)
+
     def flush(self) -> list[Update]:
         """Close open events (end of input, or a quiet stream while following)."""
         out: list[Update] = []

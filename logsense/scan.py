@@ -190,7 +190,7 @@ SMALL = 1 << 20  # input up to this size: a backend that builds in milliseconds 
 WHOLE = 128 << 10  # a process's first input up to this size is fed whole, without a search (about 500 lines)
 
 
-def _backend(cs: list[bytes], ci: list[bytes], size: int | None = None):
+def search_backend(cs: list[bytes], ci: list[bytes], size: int | None = None):
     """The fastest backend there is, or LOGSENSE_SCAN_BACKEND; for an input of `size` < SMALL, a quick-to-build one.
 
     `size` None: an input of several blocks, where the search speed is all that counts.
@@ -236,6 +236,22 @@ def scan_literals(p: Pipeline) -> tuple[list[str], list[str]] | None:
     return sorted(cs), sorted(ci)
 
 
+class Keep(NamedTuple):
+    """What a reader that passes over lines must keep for a pipeline: lines holding a literal, the last lines."""
+
+    cs: list[bytes]  # literals as they are (with `DIRTY`: a line holding one is always kept)
+    ci: list[bytes]  # case-blind literals
+    tail: int  # the last lines of the input, kept whatever they hold
+
+
+def keep_for(p: Pipeline) -> Keep | None:
+    """What `p` needs of a log read by blocks (as `feed_stream` reads it); None when it needs every line."""
+    lits = None if p.reading.every_line or p.reading.pick else scan_literals(p)
+    if lits is None:
+        return None
+    return Keep([x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]], p.reading.tail)
+
+
 def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick | None = None,
                 parallel: bool | None = None) -> None:
     """Feed a recorded log to the pipeline, skipping lines that no stage could use.
@@ -270,15 +286,15 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
             p.feed_line(line_no, text)
         return
     if len(first) < 2:  # the whole log is in one block
-        scanner = _backend(cs, ci, sum(len(b) for b, _ in first))
-        scanned = ((b, _found(b, scanner), True) for b, _ in first)
+        scanner = search_backend(cs, ci, sum(len(b) for b, _ in first))
+        scanned = ((b, lines_found(b, scanner), True) for b, _ in first)
     else:
-        scanner = _backend(cs, ci)  # built before the fork: both sides have it
+        scanner = search_backend(cs, ci)  # built before the fork: both sides have it
         if hasattr(os, "fork") and (parallel or (parallel is None and may_fork())):
             with contextlib.suppress(OSError):  # no process to spare (a limit on processes, memory): search here
                 ahead = _Forked(_chain(first, bodies), scanner, at)
         if ahead is None:
-            scanned = ((b, _found(b, scanner), final) for (b, _), final in _with_last(_chain(first, bodies)))
+            scanned = ((b, lines_found(b, scanner), final) for (b, _), final in _with_last(_chain(first, bodies)))
         else:
             scanned = ahead
     try:
@@ -391,7 +407,7 @@ class Found(NamedTuple):
     lines: int = -1
 
 
-def _found(body: bytes, scanner, count: bool = True) -> Found:
+def lines_found(body: bytes, scanner, count: bool = True) -> Found:
     """The lines of `body` (whole lines) that hold a literal, in order; with their ordinals if `count`."""
     found: set[int] = set()
     lo = hi = -1  # the last line found: its literals' offsets mostly come together (a line may hold ten)
@@ -495,7 +511,7 @@ class _Forked:
                 self._done = True
                 raise SourceError(payload.decode("utf-8", "replace"))
             if kind == _UNSEARCHED:
-                yield payload, _found(payload, self._scanner), last
+                yield payload, lines_found(payload, self._scanner), last
                 continue
             numbers = array.array("q")
             numbers.frombytes(self._read(8 * nstarts * (2 if lines >= 0 else 1)))
@@ -589,7 +605,7 @@ def _search_child(bodies: Iterator[tuple[bytes, int]], scanner: object, w: int, 
             if _parent_idle(shared):
                 send(_UNSEARCHED, last, body, where)
                 continue
-            found = _found(body, scanner, count=False)
+            found = lines_found(body, scanner, count=False)
             if not _parent_idle(shared):
                 found = _counted(body, found)
             send(_SEARCHED, last, body, where, found)
@@ -652,7 +668,7 @@ def _feed_all(scanned: Iterable[tuple[bytes, Found, bool]], p: Pipeline, tail: i
     for body, found, final in scanned:
         extra: list[int] = []
         if final:
-            dated = _last_dated(body)
+            dated = last_dated(body)
             if dated is not None:
                 extra.append(dated)
         ln = _feed_block(body, found, ln, p, last, tail if final else 0, pick, extra)
@@ -665,7 +681,7 @@ def _feed_all(scanned: Iterable[tuple[bytes, Found, bool]], p: Pipeline, tail: i
 DATED_LOOKBACK = 1000  # lines searched back from the end for the last one with a time
 
 
-def _last_dated(body: bytes) -> int | None:
+def last_dated(body: bytes) -> int | None:
     """Where the last line with a timestamp starts (the last phase ends at the last time the log shows).
 
     A log that ends in a traceback ends in lines with no time of their own.

@@ -17,7 +17,7 @@ the notes to a view. Each `Note` names a view method and its arguments.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Protocol
@@ -79,6 +79,17 @@ class Item(Value):
         _set(self, "at", at)
         _set(self, "run", run)
         _set(self, "where", where)
+
+
+class Passable(Protocol):
+    """Lines a source read that hold nothing any stage needs (`sources.stream.Gap`): read only when they must be."""
+
+    first_line: int
+    last_line: int
+
+    def items(self, from_line: int | None = None) -> Iterator[Item]: ...
+
+    def last_dated(self, from_line: int, to_line: int) -> Record | None: ...
 
 
 class Note(Value):
@@ -183,12 +194,15 @@ class Session:
         self._run_unknown = False  # the current startup began on an entry without the run's id
         self._last_line = 0
         self._year: int | None = None  # the latest year the log named
+        self._held: Passable | None = None  # lines passed over, waiting for the item after them
 
     # -- input ---------------------------------------------------------------------------------
 
-    def feed(self, item: Item) -> list[Note]:
-        """One item read from the source."""
-        out: list[Note] = []
+    def feed(self, item: Item | Passable) -> list[Note]:
+        """One item read from the source, or lines it passed over."""
+        if not isinstance(item, Item):
+            return self._hold(item)
+        out: list[Note] = self._release(item) if self._held is not None else []
         now = self.clock.monotonic()
         self.quiet_since = now
         s = self.startup
@@ -215,13 +229,64 @@ class Session:
             self._say(out, "unit_event", kind="stop", text=self.startup.stopped, at=item.at)
         return out
 
+    def _hold(self, gap: Passable) -> list[Note]:
+        """Lines that hold no literal wait for the next item: if it begins a new startup, this one's last lines
+        are read first (analyze reads a log's last lines whatever they hold)."""
+        out = self._release()
+        self._held = gap
+        return out
+
+    def _release(self, before: Item | None = None) -> list[Note]:
+        gap, self._held = self._held, None
+        if gap is None:
+            return []
+        ends = before is not None and self._begins_another(before)
+        return self._pass(gap, self.startup.pipeline.reading.tail if ends else 0)
+
+    def _pass(self, gap: Passable, tail: int) -> list[Note]:
+        """Read a gap's lines while an event is open or the startup has no time yet (what feeding every line
+        would give) and its last `tail` lines; pass over the others but for the last time among them."""
+        out: list[Note] = []
+        line = gap.first_line
+        items = gap.items()  # each made only when it is taken: the source's normalizer sees what is read
+        s = self.startup
+        while s.pipeline.framer.busy or s.first_epoch is None:
+            item = next(items, None)
+            if item is None:
+                return out
+            out.extend(self.feed(item))
+            line += 1
+            s = self.startup
+        keep = max(gap.last_line - tail + 1, line)
+        if keep > line:
+            rec = gap.last_dated(line, keep - 1)
+            if rec is not None:
+                self._note_time(s, rec)
+            self._last_line = max(self._last_line, keep - 1)
+            s.pipeline.passed(keep - 1)
+        if keep <= gap.last_line:
+            for item in gap.items(keep):
+                out.extend(self.feed(item))
+        return out
+
+    def _begins_another(self, item: Item) -> bool:
+        """Whether `item` begins a new startup (the tests of `feed`, made before it is fed)."""
+        s = self.startup
+        begun = s.first_line is not None or s.stopped is not None
+        if item.run and self._last_run and item.run != self._last_run and item.life != "stop" \
+                and not self._run_unknown:
+            return True
+        if item.life == "start" and begun and (s.stopped or s.pipeline.timeline.current != "import"):
+            return True
+        return any(self._restarts(rec) for rec in item.records)
+
     def tick(self, caught_up: bool, ended: bool = False, idle: float | None = None) -> list[Note]:
         """Nothing more to read now (`caught_up`), or ever (`ended`): close, decide, or wait.
 
         `idle`: seconds the source says nothing was added to it (a finished file's age): that much
         of the quiet time has passed already, though the lines were read only now.
         """
-        out: list[Note] = []
+        out: list[Note] = self._release()
         if self.code is not None:
             return out
         now = self.clock.monotonic()
@@ -357,6 +422,10 @@ class Session:
         self._last_line = rec.line
         if s.first_line is None:
             s.first_line = rec.line
+        self._note_time(s, rec)
+        self._updates(out, s.pipeline.feed(rec))
+
+    def _note_time(self, s: Startup, rec: Record) -> None:
         if rec.time:
             epoch = self._epoch(rec.time)
             if epoch is not None:
@@ -366,7 +435,6 @@ class Session:
                 s.last_epoch = epoch
                 s.times.note(rec.line, rec.time)
                 self.skew = self.clock.time() - epoch
-        self._updates(out, s.pipeline.feed(rec))
 
     def _updates(self, out: list[Note], updates: list) -> None:
         s = self.startup

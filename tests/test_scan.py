@@ -17,7 +17,7 @@ from conftest import CORPORA
 from logsense.analysis import analysis_pipeline
 from logsense.errors import SourceError
 from logsense.pipeline import Pipeline
-from logsense.scan import BACKENDS, _backend, feed_stream
+from logsense.scan import BACKENDS, feed_stream, search_backend
 from logsense.sources.recorded import as_text_bytes, open_recorded, read_lines
 
 SMALL_BLOCK = 8192  # so that many corpus logs span several blocks and the forked search runs on them
@@ -60,7 +60,7 @@ def test_the_first_small_log_is_fed_whole_and_the_next_searched(rules, monkeypat
 
 def _installed(backend: str) -> bool:
     try:
-        return _backend([b"x"], [], None).name == backend
+        return search_backend([b"x"], [], None).name == backend
     except ImportError:
         return False
 
@@ -159,7 +159,7 @@ def test_backends_agree(monkeypatch, backend):
     data = (b"a\nCUDA out of memory x\nfoo\nNOT ENOUGH MEMORY\n" * 3) + b"The server is fired up and ready to roll!\n"
     monkeypatch.setenv("LOGSENSE_SCAN_BACKEND", backend)
     try:
-        b = _backend(lits, ci)
+        b = search_backend(lits, ci)
     except ImportError:
         pytest.skip(f"{backend} is not installed")
     if b.name != backend:
@@ -272,8 +272,8 @@ def test_one_pass_finds_the_lines_two_passes_find():
             b"an OoM here\n"  # a short case-blind literal: every casing is searched
             b"Traceback (most recent call last):\n" b"nothing\n")
     one, two = scan_module._AhoCorasick(cs, ci, big=True), scan_module._AhoCorasick(cs, ci, big=False)
-    assert scan_module._found(data, one) == scan_module._found(data, two)
-    assert [data[s : data.find(b"\n", s)] for s in scan_module._found(data, one).starts] == [
+    assert scan_module.lines_found(data, one) == scan_module.lines_found(data, two)
+    assert [data[s : data.find(b"\n", s)] for s in scan_module.lines_found(data, one).starts] == [
         b"NoT EnOuGh MeMoRy", b"memory used", b"an OoM here", b"Traceback (most recent call last):"]
 
 

@@ -13,7 +13,9 @@ from conftest import ROOT
 from logsense.analysis import analyze_path
 from logsense.commands.common import rules_from_options
 from logsense.commands.tail import WallClock, analysis_factory
+from logsense.scan import keep_for
 from logsense.session import Session
+from logsense.sources import stream
 from logsense.sources.stream import FileSource
 
 LOGS = sorted(p for p in (ROOT / "corpora").rglob("*.log"))
@@ -31,9 +33,10 @@ def verdict(report) -> tuple:
     return (report.status.value, root.cause, root.rule, round(root.confidence, 3), root.phase)
 
 
-def tail_report(path: Path, rules):
-    source = FileSource(str(path), rules, from_start=True, follow=False)
-    session = Session(rules, analysis_factory(rules), WallClock(), source_name=str(path))
+def tail_report(path: Path, rules, by_blocks: bool = False):
+    new = analysis_factory(rules)
+    source = FileSource(str(path), rules, from_start=True, follow=False, keep=keep_for(new()) if by_blocks else None)
+    session = Session(rules, new, WallClock(), source_name=str(path))
     try:
         while not source.ended:
             for item in source.read(0.0):
@@ -50,9 +53,14 @@ def test_the_corpus_is_there():
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(ROOT / "corpora")))
-def test_tail_and_analyze_agree(path, rules):
+def test_tail_and_analyze_agree(path, rules, monkeypatch):
+    """Line by line, and by blocks as tail reads a big backlog (here every log is one)."""
     analyzed, _ = analyze_path(str(path), rules)
     assert verdict(tail_report(path, rules)) == verdict(analyzed)
+    monkeypatch.setattr(stream, "CATCH_UP_MIN", 0)
+    by_blocks = tail_report(path, rules, by_blocks=True)
+    assert verdict(by_blocks) == verdict(analyzed)
+    assert by_blocks.lines == analyzed.lines
 
 
 @pytest.mark.parametrize("name", ["mission/flash-attn-cute-warmup.log", "mission/python-h-missing.log",

@@ -16,6 +16,7 @@ from logsense.commands.common import rules_from_options
 from logsense.commands.tail import WallClock, analysis_factory, source_kind
 from logsense.normalize import shown_time
 from logsense.report.console import console
+from logsense.scan import keep_for
 from logsense.session import EXIT, Outcome, Session, Verdict
 from logsense.sources.stream import FileSource, JournalItems, Source
 
@@ -30,15 +31,16 @@ def main(target: str | None = None, unit: str | None = None, files: list[str] | 
     target = unit or target
     kind = source_kind(target, unit, files, directory, since or until or boot, "history")
     rs = rules_from_options(rules, only_rules)
+    new_pipeline = analysis_factory(rs)
     source: Source
     if kind == "file":
         assert target is not None
-        source = FileSource(target, rs, from_start=True, follow=False)
+        source = FileSource(target, rs, from_start=True, follow=False, keep=keep_for(new_pipeline()))
     else:
         source = JournalItems(target, files=files, directory=directory, since=since, until=until, boot=boot,
                               from_start=True, follow=False)
     try:
-        verdicts = attempts(source, Session(rs, analysis_factory(rs), WallClock(), utc_times=kind == "journal",
+        verdicts = attempts(source, Session(rs, new_pipeline, WallClock(), utc_times=kind == "journal",
                                             source_name=source.description))
     finally:
         source.close()

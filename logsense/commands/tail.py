@@ -27,9 +27,10 @@ from logsense.errors import ExitCode, SourceError, UsageError, set_verdict
 from logsense.pipeline import Pipeline
 from logsense.report.console import console
 from logsense.rules import RuleSet
+from logsense.scan import keep_for
 from logsense.session import QUIET, Item, Note, Session
 from logsense.sources import journald
-from logsense.sources.stream import FileSource, JournalItems, Source
+from logsense.sources.stream import FileSource, Gap, JournalItems, Source
 
 TICK = 0.25  # seconds between redraws of the status line
 _FILE_SUFFIXES = (".log", ".txt", ".out", ".err", ".gz")
@@ -114,7 +115,7 @@ def main(
         say(f"reading the journal with {how} ({reason})")
     replay = state is not None and not state.fresh and state.start is not None
     source = _open(kind, target, rs, files, directory, since, until, boot, from_start, follow,
-                   state.start if replay and state is not None else None)
+                   state.start if replay and state is not None else None, keep_for(new_pipeline()))
     view = _view(fmt)
     clock = WallClock()
     session = Session(rs, new_pipeline, clock, until_ready=until_ready, probe=check is not None,
@@ -175,7 +176,7 @@ class _Loop:
         self.read_lines = False  # a line of log (not only systemd's start / stop words) was read
         self.tries = 0
         self.next_probe: float | None = None
-        self.pending: deque[Item] = deque()  # read, not yet fed
+        self.pending: deque[Item | Gap] = deque()  # read, not yet fed
 
     def run(self) -> None:
         s, src = self.session, self.source
@@ -202,7 +203,11 @@ class _Loop:
                 if _stdout_closed():
                     raise BrokenPipeError
 
-    def _feed(self, item: Item) -> None:
+    def _feed(self, item: Item | Gap) -> None:
+        if isinstance(item, Gap):  # lines of the backlog that no stage needs (no resume replay reads by blocks)
+            self.read_lines = self.read_lines or item.nonblank
+            self.show(self.session.feed(item))
+            return
         self.read_lines = self.read_lines or any(r.message.strip() for r in item.records)
         if self.replay_to is not None and item.where is not None and item.where.get("line", 0) >= self.replay_to:
             self._resumed()
@@ -252,10 +257,10 @@ class _Loop:
         self.state.moved(self.source.position(), self.session.reported, time.monotonic(), force)
 
 
-def _open(kind, target, rules, files, directory, since, until, boot, from_start, follow, start) -> Source:
+def _open(kind, target, rules, files, directory, since, until, boot, from_start, follow, start, keep) -> Source:
     if kind == "file":
         assert target is not None
-        return FileSource(target, rules, from_start=from_start, follow=follow, resume_at=start)
+        return FileSource(target, rules, from_start=from_start, follow=follow, resume_at=start, keep=keep)
     return JournalItems(target, files=files, directory=directory, since=since, until=until, boot=boot,
                         from_start=from_start, follow=follow, cursor=(start or {}).get("cursor"),
                         line=(start or {}).get("line", 0))

@@ -68,6 +68,33 @@ class _Open:
         return n, digest
 
 
+class Block:
+    """Whole lines of a followed file taken at once: their bytes, where they begin, the first one's number."""
+
+    __slots__ = ("data", "offset", "first_line", "_file")
+
+    def __init__(self, data: bytes, offset: int, first_line: int, file: _Open) -> None:
+        self.data = data
+        self.offset = offset
+        self.first_line = first_line
+        self._file = file
+
+    def text(self, start: int, end: int) -> str:
+        """The line data[start:end] (without its newline) as `read` gives it: decoded, an overlong one cut."""
+        if end - start > MAX_LINE_BYTES:
+            long = LongLine()
+            long.add(memoryview(self.data)[start:end])
+            return long.take_text(self._file.codec.decode, self.offset + start == 0)
+        return self._file.codec.decode(self.data[start:end], self.offset + start == 0)
+
+    def where(self, start: int, line: int) -> dict:
+        """The position of the line that begins at data[start] (line number `line`), as `read` records it."""
+        f = self._file
+        head_len, head = f.head_print(self.offset + start)
+        return {"dev": f.ident[0], "ino": f.ident[1], "offset": self.offset + start, "line": line - 1,
+                "head_len": head_len, "head": head}
+
+
 def fingerprint(head: bytes) -> str:
     return _sha256(head).hexdigest()[:32]
 
@@ -290,6 +317,34 @@ class FileFollower:
             out.append((self.line, text))
             start = nl + step
         return True
+
+    def take_block(self, end: int, size: int) -> Block | None:
+        """Up to `size` bytes of whole UTF-8 lines of the file, before byte `end`, as if `read` had handed them out.
+
+        For reading a backlog by blocks (tail's catch-up). None when the next bytes are not for that:
+        nothing whole before `end`, another codec, a partial line held, a rotated file still open, a
+        line longer than `size`, or a file that changed under the reader.
+        """
+        f = self._cur
+        if f is None or self._old or f.pending or f.codec.encoding is not None or f.offset >= end:
+            return None
+        try:
+            data = os.pread(f.fd, min(size, end - f.offset), f.offset)
+        except OSError:
+            return None
+        cut = data.rfind(b"\n")
+        if cut < 0 or (not f.offset and data[:2] in (b"\xff\xfe", b"\xfe\xff")):
+            return None
+        data = data[: cut + 1]
+        if len(f.head) < HEAD:
+            f.head = read_head(f.fd)
+        block = Block(data, f.offset, self.line + 1, f)
+        f.offset += len(data)
+        f.line_start = f.offset
+        os.lseek(f.fd, f.offset, os.SEEK_SET)
+        f.last_data = time.monotonic()
+        self.line += data.count(b"\n")
+        return block
 
     def _flush_partial(self, f: _Open, out: list[tuple[int, str]]) -> None:
         if f.pending:

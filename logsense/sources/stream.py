@@ -9,17 +9,24 @@ systemd's lines (`systemd[1]: Starting x.service`, `x.service: Main process exit
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Protocol
 
 from logsense.errors import UsageError
 from logsense.model import Record
 from logsense.normalize import Normalizer
+from logsense.scan import DATED_LOOKBACK, Keep, last_dated, lines_found, search_backend
 from logsense.session import Item
 from logsense.sources import journald
-from logsense.sources.follow import FileFollower, count_lines, last_line_offset
+from logsense.sources.follow import Block, FileFollower, count_lines, last_line_offset
 
 SCAN_BYTES = 256 << 20  # how far back from a file's end its latest startup is looked for
+CATCH_UP_MIN = 1 << 20  # a backlog this big or bigger is read by blocks, its lines that no stage needs passed over
+CATCH_UP_BLOCK = 4 << 20
+# systemd's words in a file (`systemd_word`): a line that holds one is never passed over
+_SYSTEMD_LITERALS = (b"Starting ", b"Started ", b"Stopping ", b"Stopped ", b"Failed to start ", b"Main process exited",
+                     b"Control process exited", b"Failed with result", b"Deactivated successfully")
 
 
 class Source(Protocol):
@@ -38,7 +45,7 @@ class Source(Protocol):
     def ended(self) -> bool:
         """Nothing more will come (--no-follow at the end, --until passed)."""
 
-    def read(self, timeout: float) -> list[Item]: ...
+    def read(self, timeout: float) -> list[Item | Gap]: ...
 
     def idle_for(self) -> float | None:
         """Seconds nothing has been added to the input, when the source can tell (None: it cannot)."""
@@ -65,8 +72,9 @@ class FileSource:
     kind = "file"
 
     def __init__(self, path: str, rules, *, from_start: bool = False, follow: bool = True,
-                 resume_at: dict | None = None) -> None:
-        """`resume_at` is a saved position (path identity, offset, line) to read from instead."""
+                 resume_at: dict | None = None, keep: Keep | None = None) -> None:
+        """`resume_at` is a saved position (path identity, offset, line) to read from instead; `keep`: what a
+        backlog read by blocks must not pass over (None: every line of it is read)."""
         try:
             with open(path, "rb") as fh:
                 if fh.read(2) == b"\x1f\x8b":
@@ -88,6 +96,7 @@ class FileSource:
             self.follower = FileFollower(path, offset=offset, line=line, follow=follow)
         self.normalizer = Normalizer()
         self.notices = self.follower.notices
+        self._backlog = _Backlog.of(path, offset, keep) if keep is not None and resume_at is None else None
 
     @property
     def caught_up(self) -> bool:
@@ -100,8 +109,13 @@ class FileSource:
     def idle_for(self) -> float | None:
         return self.follower.idle_for()
 
-    def read(self, timeout: float) -> list[Item]:
-        out = []
+    def read(self, timeout: float) -> list[Item | Gap]:
+        if self._backlog is not None:
+            items = self._backlog.read(self)
+            if items:
+                return items
+            self._backlog = None  # caught up with what the file held at the start: from here line by line
+        out: list[Item | Gap] = []
         for line_no, text in self.follower.read(timeout):
             recs = tuple(self.normalizer.feed(line_no, text))
             life = next((w for w in map(systemd_word, recs) if w), None)
@@ -115,6 +129,116 @@ class FileSource:
 
     def close(self) -> None:
         self.follower.close()
+
+    def _item(self, block: Block, start: int, end: int, line: int, where: dict | None) -> Item:
+        """The item of one line of a block, as `read` makes it."""
+        recs = tuple(self.normalizer.feed(line, block.text(start, end)))
+        life = next((w for w in map(systemd_word, recs) if w), None)
+        msg = recs[0].message if life and recs else ""
+        return Item(recs, life=life, text=msg, at=recs[0].time if life and recs else None, where=where)
+
+
+class Gap:
+    """Lines of a backlog that hold no literal any stage needs: the session reads them only while it must
+    (an event is open, the startup has no time yet), and otherwise notes only their last time."""
+
+    __slots__ = ("_source", "_block", "start", "end", "first_line", "last_line")
+
+    def __init__(self, source: FileSource, block: Block, start: int, end: int, first_line: int, last_line: int) -> None:
+        self._source, self._block = source, block
+        self.start, self.end = start, end  # data[start:end] of the block: whole lines
+        self.first_line, self.last_line = first_line, last_line
+
+    def items(self, from_line: int | None = None) -> Iterator[Item]:
+        """Each line from line `from_line` (the first) on as an item, in order: made as it is taken, through the
+        source's normalizer, which must see what is read in the order it is read."""
+        data, pos, line = self._block.data, self.start, self.first_line
+        while pos < self.end and from_line is not None and line < from_line:
+            pos, line = data.find(b"\n", pos) + 1, line + 1
+        while pos < self.end:
+            nl = data.find(b"\n", pos)
+            yield self._source._item(self._block, pos, nl, line, None)
+            pos, line = nl + 1, line + 1
+
+    def last_dated(self, from_line: int, to_line: int) -> Record | None:
+        """The last line from `from_line` to `to_line` that carries a time, as a record (None: none there)."""
+        data, end, line = self._block.data, self.end - 1, self.last_line
+        while line > to_line:
+            end, line = data.rfind(b"\n", self.start, end), line - 1
+        for _ in range(DATED_LOOKBACK):
+            if line < from_line or end < self.start:
+                return None
+            start = data.rfind(b"\n", self.start, end) + 1 or self.start
+            rec = next((r for r in Normalizer().feed(line, self._block.text(start, end)) if r.time), None)
+            if rec is not None:
+                return rec
+            end, line = start - 1, line - 1
+        return None
+
+    @property
+    def nonblank(self) -> bool:
+        return bool(self._block.data[self.start : self.end].strip())
+
+
+class _Backlog:
+    """What a file held when tail began, read by blocks the way `analyze` reads a log (logsense.scan): the
+    lines holding a literal, the first and the last ones become items, the runs between them gaps."""
+
+    def __init__(self, end: int, keep: Keep, size: int) -> None:
+        self.end = end
+        self.keep = keep
+        self.first = True
+        self.scanner = search_backend([*keep.cs, *_SYSTEMD_LITERALS], keep.ci, None if size >= 2 * CATCH_UP_BLOCK else size)
+
+    @classmethod
+    def of(cls, path: str, offset: int, keep: Keep) -> _Backlog | None:
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                fh.seek(offset)
+                head = fh.read(64).lstrip()
+        except OSError:
+            return None
+        if size - offset < CATCH_UP_MIN or head[:1] == b"{":  # small, or journal JSON: line by line
+            return None
+        return cls(size, keep, size - offset)
+
+    def read(self, source: FileSource) -> list[Item | Gap]:
+        left = self.end - source.follower.position()["offset"]
+        whole = left <= 2 * CATCH_UP_BLOCK
+        block = source.follower.take_block(self.end, left if whole else CATCH_UP_BLOCK)
+        if block is None:
+            return []
+        data = block.data
+        found = lines_found(data, self.scanner)
+        extra: set[int] = set()
+        if self.first:
+            extra.add(0)
+            self.first = False
+        if whole:  # the backlog's last lines, and its last time (the last phase ends there), as analyze keeps them
+            pos = len(data) - 1
+            for _ in range(max(self.keep.tail, 1)):
+                pos = data.rfind(b"\n", 0, pos)
+                extra.add(pos + 1)
+                if pos < 0:
+                    break
+            dated = last_dated(data)
+            if dated is not None:
+                extra.add(dated)
+        starts = sorted(extra.union(found.starts)) if extra.difference(found.starts) else found.starts
+        out: list[Item | Gap] = []
+        pos, line = 0, block.first_line  # where the next unread line starts, and its number
+        for s in starts:
+            if s > pos:
+                n = data.count(b"\n", pos, s)
+                out.append(Gap(source, block, pos, s, line, line + n - 1))
+                line += n
+            nl = data.find(b"\n", s)
+            out.append(source._item(block, s, nl, line, block.where(s, line)))
+            pos, line = nl + 1, line + 1
+        if pos < len(data):
+            out.append(Gap(source, block, pos, len(data), line, block.first_line + data.count(b"\n") - 1))
+        return out
 
 
 def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
@@ -185,11 +309,11 @@ class JournalItems:
     def idle_for(self) -> float | None:
         return None  # entries are timed by the host that wrote them: the quiet time is waited out
 
-    def read(self, timeout: float) -> list[Item]:
+    def read(self, timeout: float) -> list[Item | Gap]:
         if self._past_until:
             return []
         entries = self.src.read(timeout)
-        out = []
+        out: list[Item | Gap] = []
         for e in entries:
             if self._backlog and e.get("__CURSOR") == self.src.newest_cursor:
                 self._backlog = False
