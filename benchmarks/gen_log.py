@@ -330,17 +330,63 @@ class Gen:
             written += want
 
 
+def after_startup(startup: str, n: int, seed: int, fh) -> None:
+    """A recorded startup (an SGLang log that reached ready) followed by `n` serving lines in its own shape:
+    prefill and decode batch lines and access lines, their numbers changing on every line, a health check
+    now and then, the clock moving on from the startup's last time."""
+    import re
+    from datetime import datetime, timedelta
+
+    rng = random.Random(seed)
+    text = open(startup, encoding="utf-8").read()
+    fh.write(text if text.endswith("\n") else text + "\n")
+    stamps = re.findall(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]", text, re.M)
+    t = datetime.strptime(stamps[-1], "%Y-%m-%d %H:%M:%S") if stamps else datetime(2026, 12, 3, 11, 36)
+    out: list[str] = []
+    for i in range(n):
+        if i % 40 == 0:
+            t += timedelta(seconds=1)
+        ts = t.strftime("%Y-%m-%d %H:%M:%S")
+        k = rng.random()
+        running = rng.randint(1, 64)
+        if k < 0.15:
+            out.append(f"[{ts}] Prefill batch, #new-seq: {rng.randint(1, 8)}, #new-token: {rng.randint(8, 4096)}, "
+                       f"#cached-token: {rng.randint(0, 2048)}, token usage: {rng.random():.2f}, #running-req: {running}, "
+                       f"#queue-req: {rng.randint(0, 9)}, #pending-token: 0, cpu graph: False, "
+                       f"input throughput (token/s): {rng.uniform(10, 9000):.2f}")
+        elif k < 0.75:
+            out.append(f"[{ts}] Decode batch, #running-req: {running}, #token: {rng.randint(64, 200000)}, "
+                       f"token usage: {rng.random():.2f}, cpu graph: False, gen throughput (token/s): "
+                       f"{rng.uniform(5, 3000):.2f}, #queue-req: {rng.randint(0, 9)}")
+        elif k < 0.99:
+            path = rng.choice(("/v1/chat/completions", "/generate", "/v1/completions"))
+            out.append(f'[{ts}] INFO:     10.0.{rng.randint(0, 255)}.{rng.randint(1, 254)}:{rng.randint(1024, 65535)} - '
+                       f'"POST {path} HTTP/1.1" 200 OK')
+        else:
+            out.append(f'[{ts}] INFO:     127.0.0.1:{rng.randint(1024, 65535)} - "GET /health HTTP/1.1" 200 OK')
+        if len(out) >= 100_000:
+            fh.write("\n".join(out) + "\n")
+            out.clear()
+    if out:
+        fh.write("\n".join(out) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--lines", type=int, default=100_000, help="number of lines to write")
     ap.add_argument("--seed", type=int, default=1, help="random seed (same seed, same file)")
     ap.add_argument("-o", "--output", default="-", help="output file, '-' for stdout")
+    ap.add_argument("--after", metavar="LOG", help="a recorded startup that reached ready: write it, then --lines "
+                    "serving lines in its shape (instead of the synthetic TP8 journal)")
     a = ap.parse_args(argv)
     if a.lines <= 0:
         ap.error("--lines must be positive")
     fh = sys.stdout if a.output == "-" else open(a.output, "w", encoding="utf-8", newline="\n")
     try:
-        Gen(a.seed).run(a.lines, fh)
+        if a.after:
+            after_startup(a.after, a.lines, a.seed, fh)
+        else:
+            Gen(a.seed).run(a.lines, fh)
     finally:
         if fh is not sys.stdout:
             fh.close()

@@ -1,0 +1,110 @@
+"""tail's catch-up and history on logs with serving traffic and on a crash loop, beside analyze of the same file.
+
+    python benchmarks/catchup.py                      # this tree
+    python benchmarks/catchup.py --before ../old-tree # and another tree, in the same rounds
+    python benchmarks/catchup.py --tree ../new-tree   # measure a checkout other than this one
+
+Logs (written to benchmarks/out/ once):
+- serving-real: a recorded SGLang 0.5.23 startup that reached ready (corpora/recorded/) followed by
+  1,500,000 serving lines in its own shape (`gen_log.py --after`);
+- serving-journal: the synthetic TP8 journal of `gen_log.py` (300,000 lines, mostly serving traffic,
+  crash restarts); tail reads it from its latest startup;
+- crash-loop: the seed's FA4 incident (corpora/mission/flash-attn-cute-warmup.log) repeated 300 times.
+
+Each command is a whole process; every round runs each once (analyze, then the others), so a ratio
+over analyze is taken within one round. Prints a markdown table: median wall s, CPU s, peak RSS MiB,
+lines/s, and the median of the per-round ratios over analyze.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import OUT, Sample, rounds  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RESTARTS = 300
+
+
+def logs() -> dict[str, Path]:
+    OUT.mkdir(exist_ok=True)
+    gen = [sys.executable, str(ROOT / "benchmarks" / "gen_log.py")]
+    real = OUT / "serving-real.log"
+    if not real.exists():
+        subprocess.run([*gen, "--after", str(ROOT / "corpora/recorded/sglang-0.5.23/healthy-gpt2.log"),
+                        "--lines", "1500000", "-o", str(real)], check=True)
+    journal = OUT / "serving-journal-300000.log"
+    if not journal.exists():
+        subprocess.run([*gen, "--lines", "300000", "--seed", "1", "-o", str(journal)], check=True)
+    loop = OUT / f"crash-loop-{RESTARTS}.log"
+    if not loop.exists():
+        one = (ROOT / "corpora/mission/flash-attn-cute-warmup.log").read_bytes()
+        loop.write_bytes(one * RESTARTS)
+    return {"serving-real": real, "serving-journal": journal, "crash-loop": loop}
+
+
+def commands(tree: Path, log: Path, kind: str) -> dict[str, str]:
+    py = f"PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(sys.executable)} -m logsense"
+    f = shlex.quote(str(log))
+    out = {"analyze": f"{py} analyze {f} --format json"}
+    if kind == "crash-loop":
+        out["history"] = f"{py} history {f} --format json"
+        out["tail --from-start jsonl"] = f"{py} tail {f} --no-follow --from-start --format jsonl"
+    else:
+        out["tail text"] = f"{py} tail {f} --no-follow"
+        out["tail jsonl"] = f"{py} tail {f} --no-follow --format jsonl"
+        out["tail --until-ready jsonl"] = f"{py} tail {f} --no-follow --until-ready --format jsonl"
+    return out
+
+
+def lines_of(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 24), b""))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", type=Path, help="another tree, run in the same rounds")
+    ap.add_argument("--tree", type=Path, default=ROOT, help="the tree measured as 'after' (default: this one)")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    after = a.tree.resolve()
+    trees = {"after": after} if a.before is None else {"before": a.before.resolve(), "after": after}
+    print("| log | lines | tree | command | wall s | CPU s | peak RSS MiB | lines/s | x analyze (wall, median of rounds) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for kind, log in logs().items():
+        n = lines_of(log)
+        cases: dict[str, str] = {}
+        for name, tree in trees.items():
+            for label, cmd in commands(tree, log, kind).items():
+                cases[f"{name}|{label}"] = cmd
+        got = rounds(cases, a.repeat)
+        for key, samples in got.items():
+            name, label = key.split("|")
+            ref = got[f"{name}|analyze"]
+            ratio = statistics.median(s.wall / r.wall for s, r in zip(samples, ref, strict=True))
+            wall = statistics.median(s.wall for s in samples)
+            cpu = statistics.median(s.cpu for s in samples)
+            rss = max(s.rss for s in samples) / 1024
+            print(f"| {kind} | {n:,} | {name} | `{label}` | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {n / wall:,.0f} | "
+                  f"{ratio:.2f} |", flush=True)
+            _check(samples)
+    return 0
+
+
+def _check(samples: list[Sample]) -> None:
+    codes = {s.code for s in samples}
+    if len(codes) > 1:
+        print(f"<!-- exit codes differ between rounds: {sorted(codes)} -->")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("NO_COLOR", "1")
+    sys.exit(main())
