@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import OUT, Sample, rounds  # noqa: E402
+from run import OUT, Sample, rounds
 
 ROOT = Path(__file__).resolve().parent.parent
 RESTARTS = 300
@@ -51,7 +51,8 @@ def logs() -> dict[str, Path]:
 
 
 def commands(tree: Path, log: Path, kind: str) -> dict[str, str]:
-    py = f"PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(sys.executable)} -m logsense"
+    # -P: the tree comes from PYTHONPATH alone, never from the directory the command runs in
+    py = f"PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(sys.executable)} -P -m logsense"
     f = shlex.quote(str(log))
     out = {"analyze": f"{py} analyze {f} --format json"}
     if kind == "crash-loop":

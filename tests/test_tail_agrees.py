@@ -82,3 +82,44 @@ def test_the_jsonl_end_event_carries_analyzes_verdict(name):
     if root is not None:  # the last diagnosis printed is the verdict
         said = [json.loads(x) for x in tail.stdout.splitlines() if '"event": "diagnosis"' in x]
         assert said[-1]["diagnosis"]["rule"] == root["rule"]
+
+
+def test_a_backlog_written_while_following_is_read_by_blocks_with_the_same_notes(rules, tmp_path, monkeypatch):
+    """A writer faster than tail leaves a backlog at each look: it is read by blocks, and the notes, the verdict
+    and its time are those of reading every line."""
+    startup = (ROOT / "corpora" / "mission" / "flash-attn-cute-warmup.log").read_text().splitlines(keepends=True)
+    cut = len(startup) // 2
+    serving = [f"[2026-05-07 20:2{i % 10}:00] INFO:     127.0.0.1:{40000 + i} - \"GET /health HTTP/1.1\" 200 OK\n"
+               for i in range(3000)]
+    parts = ["".join(startup[:20]), "".join(startup[20:cut]) + "".join(serving), "".join(startup[cut:])]
+    monkeypatch.setattr(stream, "CATCH_UP_MIN", 2048)
+
+    def follow(by_blocks: bool):
+        path = tmp_path / f"live-{by_blocks}.log"
+        path.write_text("")
+        new = analysis_factory(rules)
+        source = FileSource(str(path), rules, from_start=True, follow=True, keep=keep_for(new()) if by_blocks else None)
+        session = Session(rules, new, WallClock(), source_name="live")
+        notes, gaps = [], 0
+        try:
+            for part in parts:
+                with open(path, "a") as fh:
+                    fh.write(part)
+                while True:
+                    items = source.read(0.0)
+                    if not items:
+                        break
+                    gaps += sum(isinstance(item, stream.Gap) for item in items)
+                    for item in items:
+                        notes += session.feed(item)
+                notes += session.tick(caught_up=True)
+            notes += session.tick(caught_up=True, ended=True)
+        finally:
+            source.close()
+        said = [(n.kind, sorted((k, repr(v)) for k, v in n.fields.items())) for n in notes if n.kind != "status"]
+        return said, [(v.outcome, v.seconds, v.report.lines) for v in session.verdicts], gaps
+
+    lines, lines_verdicts, _ = follow(False)
+    blocks, blocks_verdicts, gaps = follow(True)
+    assert gaps > 0
+    assert blocks == lines and blocks_verdicts == lines_verdicts

@@ -318,6 +318,17 @@ class FileFollower:
             start = nl + step
         return True
 
+    def unread_end(self) -> int | None:
+        """The size of the file being read, when it holds bytes not read yet (None: nothing, or no file)."""
+        f = self._cur
+        if f is None or self._old:
+            return None
+        try:
+            size = os.fstat(f.fd).st_size
+        except OSError:
+            return None
+        return size if size > f.offset else None
+
     def take_block(self, end: int, size: int) -> Block | None:
         """Up to `size` bytes of whole UTF-8 lines of the file, before byte `end`, as if `read` had handed them out.
 
@@ -335,6 +346,8 @@ class FileFollower:
         cut = data.rfind(b"\n")
         if cut < 0 or (not f.offset and data[:2] in (b"\xff\xfe", b"\xfe\xff")):
             return None
+        if f.offset and read_head(f.fd)[: len(f.head)] != f.head:
+            return None  # truncated and written again: `read` notices it and starts over
         data = data[: cut + 1]
         if len(f.head) < HEAD:
             f.head = read_head(f.fd)

@@ -96,7 +96,11 @@ class FileSource:
             self.follower = FileFollower(path, offset=offset, line=line, follow=follow)
         self.normalizer = Normalizer()
         self.notices = self.follower.notices
-        self._backlog = _Backlog.of(path, offset, keep) if keep is not None and resume_at is None else None
+        # a backlog (what the file holds now, or what a writer added faster than lines are read) is read by blocks;
+        # not when resuming: a replay goes line by line to the saved position
+        self._keep = keep if resume_at is None and not _journal_json(path, offset) else None
+        self._scanner: object | None = None
+        self._backlog = self._behind(first=True)
 
     @property
     def caught_up(self) -> bool:
@@ -110,11 +114,13 @@ class FileSource:
         return self.follower.idle_for()
 
     def read(self, timeout: float) -> list[Item | Gap]:
+        if self._backlog is None:
+            self._backlog = self._behind(first=False)
         if self._backlog is not None:
             items = self._backlog.read(self)
             if items:
                 return items
-            self._backlog = None  # caught up with what the file held at the start: from here line by line
+            self._backlog = None  # caught up with what the file held: from here line by line
         out: list[Item | Gap] = []
         for line_no, text in self.follower.read(timeout):
             recs = tuple(self.normalizer.feed(line_no, text))
@@ -129,6 +135,17 @@ class FileSource:
 
     def close(self) -> None:
         self.follower.close()
+
+    def _behind(self, first: bool) -> _Backlog | None:
+        """A backlog to read by blocks, when at least CATCH_UP_MIN bytes wait to be read."""
+        if self._keep is None:
+            return None
+        end = self.follower.unread_end()
+        if end is None or end - self.follower.position()["offset"] < CATCH_UP_MIN:
+            return None
+        if self._scanner is None:
+            self._scanner = search_backend([*self._keep.cs, *_SYSTEMD_LITERALS], self._keep.ci)
+        return _Backlog(end, self._keep, self._scanner, first)
 
     def _item(self, block: Block, start: int, end: int, line: int, where: dict | None) -> Item:
         """The item of one line of a block, as `read` makes it."""
@@ -181,27 +198,14 @@ class Gap:
 
 
 class _Backlog:
-    """What a file held when tail began, read by blocks the way `analyze` reads a log (logsense.scan): the
-    lines holding a literal, the first and the last ones become items, the runs between them gaps."""
+    """What a file held when it was looked at, read by blocks the way `analyze` reads a log (logsense.scan):
+    the lines holding a literal, the first and the last ones become items, the runs between them gaps."""
 
-    def __init__(self, end: int, keep: Keep, size: int) -> None:
+    def __init__(self, end: int, keep: Keep, scanner: object, first: bool) -> None:
         self.end = end
         self.keep = keep
-        self.first = True
-        self.scanner = search_backend([*keep.cs, *_SYSTEMD_LITERALS], keep.ci, None if size >= 2 * CATCH_UP_BLOCK else size)
-
-    @classmethod
-    def of(cls, path: str, offset: int, keep: Keep) -> _Backlog | None:
-        try:
-            with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                fh.seek(offset)
-                head = fh.read(64).lstrip()
-        except OSError:
-            return None
-        if size - offset < CATCH_UP_MIN or head[:1] == b"{":  # small, or journal JSON: line by line
-            return None
-        return cls(size, keep, size - offset)
+        self.scanner = scanner
+        self.first = first  # the startup's first line is read whatever it holds
 
     def read(self, source: FileSource) -> list[Item | Gap]:
         left = self.end - source.follower.position()["offset"]
@@ -225,20 +229,32 @@ class _Backlog:
             dated = last_dated(data)
             if dated is not None:
                 extra.add(dated)
-        starts = sorted(extra.union(found.starts)) if extra.difference(found.starts) else found.starts
+        known = dict(zip(found.starts, found.before or (), strict=True))  # line start -> lines before it
+        starts = sorted(extra.union(found.starts)) if extra.difference(known) else found.starts
         out: list[Item | Gap] = []
         pos, line = 0, block.first_line  # where the next unread line starts, and its number
         for s in starts:
             if s > pos:
-                n = data.count(b"\n", pos, s)
+                before = known.get(s)
+                n = data.count(b"\n", pos, s) if before is None else block.first_line + before - line
                 out.append(Gap(source, block, pos, s, line, line + n - 1))
                 line += n
             nl = data.find(b"\n", s)
             out.append(source._item(block, s, nl, line, block.where(s, line)))
             pos, line = nl + 1, line + 1
         if pos < len(data):
-            out.append(Gap(source, block, pos, len(data), line, block.first_line + data.count(b"\n") - 1))
+            out.append(Gap(source, block, pos, len(data), line, block.first_line + found.lines - 1))
         return out
+
+
+def _journal_json(path: str, offset: int) -> bool:
+    """Whether the file holds `journalctl -o json` entries from `offset` (read line by line: the text is in JSON)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read(64).lstrip()[:1] == b"{"
+    except OSError:
+        return False
 
 
 def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
