@@ -294,6 +294,12 @@ class FileFollower:
             data = data[:-1]
         if not data:
             return False
+        if len(data) == READ_CAP and codec.encoding is None:
+            # more is waiting: end this read at a line's end, so that the next look can take whole blocks
+            cut = data.rfind(b"\n")
+            if 0 <= cut < len(data) - 1:
+                os.lseek(f.fd, cut + 1 - len(data), os.SEEK_CUR)
+                data = data[: cut + 1]
         f.offset += len(data)
         f.last_data = now
         step = len(codec.newline)
