@@ -29,7 +29,7 @@ from logsense.taxonomy import raised_in
 from logsense.taxonomy import title as cause_title
 
 MAX_EVIDENCE = 6
-KEEP = 16  # matches kept per (cause, rule); later ones are counted
+KEEP = 16  # events whose matches are kept per cause (per rule for a symptom); later ones are counted
 UNKNOWN_CONFIDENCE = 0.3
 EXPERIMENTAL_CONFIDENCE = 0.55  # an experimental rule's most: "low" sure (report.text.sureness)
 
@@ -202,20 +202,26 @@ class Ranker:
         self.by_cause: dict[str, list[Match]] = defaultdict(list)
         self.symptoms: dict[str, list[Match]] = defaultdict(list)
         self.fatal: list[Match] = []
-        self.seen: Counter[tuple[str, str]] = Counter()
+        # events matched per group (a root's cause, another role's rule), each once however many rules match it:
+        # the rules of an event are matched one after the other, so the last one counted is all it takes
+        self.events: Counter[str] = Counter()
+        self._last_event: dict[str, tuple[int, str | None]] = {}
         self.ranks_seen: dict[str, set[str]] = {}
 
     def add(self, m: Match) -> bool:
         """Record a match; True when it is the first root match of its cause (news for a live view).
 
-        Memory stays bounded on a huge log: a rule keeps its first KEEP matches per cause; the
+        Memory stays bounded on a huge log: the matches of a cause's first KEEP events are kept; the
         rest only count (occurrences, ranks).
         """
-        key = (m.cause, m.rule_id)
-        self.seen[key] += 1
+        group = m.cause if m.role is Role.ROOT else m.rule_id
+        event = (m.event.first_line, m.event.pid)
+        if self._last_event.get(group) != event:
+            self._last_event[group] = event
+            self.events[group] += 1
         if m.event.rank:
-            self.ranks_seen.setdefault(m.cause if m.role is Role.ROOT else m.rule_id, set()).add(m.event.rank)
-        keep = self.seen[key] <= KEEP
+            self.ranks_seen.setdefault(group, set()).add(m.event.rank)
+        keep = self.events[group] <= KEEP
         if m.role is Role.ROOT:
             first = m.cause not in self.by_cause
             if keep or first:
@@ -239,13 +245,15 @@ class Ranker:
         self.fatal.clear()
         self.symptoms.clear()
         self.by_cause.clear()
-        self.seen.clear()  # so that what fails after ready is kept again
+        self.events.clear()  # so that what fails after ready is kept again
+        self._last_event.clear()
 
     def clear(self) -> None:
         self.by_cause.clear()
         self.symptoms.clear()
         self.fatal.clear()
-        self.seen.clear()
+        self.events.clear()
+        self._last_event.clear()
         self.ranks_seen.clear()
 
     def current(self, cause: str, facts: dict) -> Diagnosis | None:
@@ -263,8 +271,7 @@ class Ranker:
         spec = rule.spec if rule else None
         group = best.cause if best.role is Role.ROOT else best.rule_id
         ranks = sorted({m.event.rank for m in ms if m.event.rank} | self.ranks_seen.get(group, set()))
-        dropped = sum(max(0, n - KEEP) for (cause, rule), n in self.seen.items()
-                      if (cause == best.cause if best.role is Role.ROOT else rule == best.rule_id))
+        dropped = max(0, self.events[group] - KEEP)
         captures: dict[str, str] = {}
         for m in sorted(ms, key=lambda m: m.rule_id != best.rule_id):
             for k, v in m.captures.items():

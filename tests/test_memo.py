@@ -56,3 +56,13 @@ def test_text_memo_calls_once_per_text_and_never_keeps_long_ones():
     up(long)
     up(long)
     assert calls[-2:] == [long, long]
+
+
+@pytest.mark.parametrize("times", [2, 16, 17, 40])
+def test_a_traceback_repeated_n_times_counts_n(rules, times):
+    """Two rules of one cause match each repeat: a repeat counts once, past the matches kept (16) too."""
+    lines = (CORPORA / "mission" / "flash-attn-cute-warmup.log").read_bytes().splitlines(keepends=True)
+    head, block = lines[:188], lines[188:288]  # the startup, then TP0's scheduler traceback
+    report = _analyze(rules, b"".join(head + block * times))
+    counts = {d["cause"] if d["root"] else d["rule"]: d["occurrences"] for d in report["diagnoses"]}
+    assert counts["flash_attn_cute_unavailable"] == times and counts["scheduler-hit-exception"] == times
