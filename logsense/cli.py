@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 from logsense import __version__
 from logsense.report import FORMATS as REPORT_FORMATS
+from logsense.servers import SERVERS
 
 if TYPE_CHECKING:
     import typer
@@ -475,7 +476,7 @@ def _typer_app() -> typer.Typer:
     globals().update(typer=typer, **{n: getattr(cli_options, n) for n in cli_options.__all__})
     app = typer.Typer(
         name="logsense",
-        help="Tells why an LLM inference server (SGLang, vLLM) failed to start, and how to fix it.",
+        help=f"Tells why an LLM inference server ({', '.join(s.title for s in SERVERS)}) failed to start, and how to fix it.",
         no_args_is_help=True,
         **_SETTINGS,  # type: ignore[arg-type]
     )

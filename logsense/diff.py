@@ -37,13 +37,14 @@ from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet
 from logsense.run_templates import Observing, RunTemplates, TemplateLine, Templates
 from logsense.scan import may_fork
+from logsense.servers import SERVERS
 from logsense.templates import TemplateMiner
 
 SCHEMA_VERSION = 1
 MAX_ITEMS = 500  # lines listed per side in the JSON (the counts are always complete)
 
 # Facts compared first and in this order; then every other fact, then the flags.
-SETUP_FACTS = ("sglang_version", "torch_version", "cuda_version", "driver_version", "python_version", "gpu_name",
+SETUP_FACTS = (*(f"{s.name}_version" for s in SERVERS), "torch_version", "cuda_version", "driver_version", "python_version", "gpu_name",
                "gpu_count", "model_path", "model_arch", "model_is_multimodal")
 # chosen anew at every start / a copy of python_version / read from model_path
 NOISY_FACTS = {"arg_random_seed", "python_minor", "model_is_local"}

@@ -12,15 +12,12 @@ from logsense import re_cache
 from logsense.memo import text_memo
 from logsense.model import Record
 from logsense.prefilter import LiteralIndex
+from logsense.servers import BY_NAME, SERVERS
 
 # (literals the line must hold (any), pattern, fact name); the first group is the value. The literals
 # are what the block scanner looks for, so they must be rare: never "python3" or "sglang" alone,
 # which stand in every journal prefix of a unit that runs `python3` or `sglang serve`.
 _SIMPLE: list[tuple[tuple[str, ...], str, str]] = [
-    (("sglang==", "sglang version", "SGLang version", "sglang-v"),
-     r"\b(?i:sglang)(?:==|\s+version[:=]?\s*|-v)v?(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)", "sglang_version"),
-    # `python3 -m sglang.check_env`, which SGLang's issue template asks for: "sglang: 0.4.6.post1"
-    (("sglang: 0.", "sglang: 1."), r"^sglang: (\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)\s*$", "sglang_version"),
     (("torch==", "torch version", "PyTorch version", "torch_version="),
      r"\b(?i:torch)(?:==|\s+version[:=]?\s*|_version=)v?(\d+\.\d+\.\d+)", "torch_version"),
     (("CUDA Version", "CUDA_VERSION", "CUDA runtime", "CUDA version", "cuda_version=", "cuda=="),
@@ -36,37 +33,13 @@ _SIMPLE: list[tuple[tuple[str, ...], str, str]] = [
     (("max_running_requests=",), r"\bmax_running_requests=(\d+)", "max_running_requests"),
     (("max_total_num_tokens=",), r"\bmax_total_num_tokens=(\d+)", "max_total_num_tokens"),
     (("context_len=",), r"\bcontext_len=(\d+)", "context_len"),
-    # vLLM: "vLLM API server version 0.8.5" (2025), "vLLM server version 0.34.0, serving model"; the engine's
-    # "Initializing a V1 LLM engine (v0.10.1) with config:" (V0: "Initializing an LLM engine (v0.6.3)").
-    (("vLLM API server version", "vLLM server version"),
-     r"vLLM (?:API )?server version v?(\d+\.\d+\.\d+[\w.+-]*?),?(?:\s|$)", "vllm_version"),
-    (("LLM engine (v",), r"LLM engine \(v(\d+\.\d+\.\d+[\w.+-]*)\)", "vllm_version"),
     (("Available KV cache memory:",), r"Available KV cache memory: ([\d.]+) GiB", "kv_cache_memory_gib"),
     (("KV cache size:",), r"KV cache size: ([\d,]+) tokens", "kv_cache_tokens"),
     (("estimated maximum model length is",), r"estimated maximum model length is (\d+)", "max_model_len_fits"),
 ]
-# Lines only one server prints (banners, its own error wording, its package's paths): they say which
-# server wrote the log. vLLM paths under model_executor/ or distributed/ are not here: SGLang imported them.
-_SERVER_SIGNS: dict[str, tuple[str, ...]] = {
-    "vllm": ("vLLM API server version", "vLLM server version", "LLM engine (v", "non-default args:",
-             "EngineCore failed to start", "Engine core initialization failed", "WorkerProc failed to start",
-             "WorkerProc hit an exception", "Engine process failed to start", "Starting vLLM ",
-             "/vllm/v1/", "/vllm/engine/", "/vllm/worker/", "/vllm/executor/", "/vllm/entrypoints/",
-             "packages/vllm/utils", "packages/vllm/config"),
-    "sglang": ("server_args=ServerArgs(", "sglang.launch_server", "The server is fired up and ready to roll",
-               "Scheduler hit an exception", "/sglang/srt/", "Load weight begin", "Capture cuda graph begin"),
-}
 # Common lines of a startup log whose server prefix (rec.server) says which server wrote it.
 _VOICE = ('File "', "Traceback", "Error", "error", "Route: /", "Application startup complete", "Started server process",
           "Loading weights took", "Model loading took", "KV cache", "init engine", "CUDA graph", "Load weight")
-# vLLM's arguments: "non-default args: {'model': ..., 'max_model_len': 32768}", the engine's config
-# line, and "args: Namespace(model=..., ...)", every argument, as vLLM 0.5-0.9's API server logs them.
-_VLLM_ARGS = ("non-default args: ", "with config: ", "args: Namespace")
-_VLLM_FACTS = {"model": "model_path", "tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
-               "data_parallel_size": "dp_size", "max_model_len": "max_model_len", "max_seq_len": "max_model_len",
-               "gpu_memory_utilization": "gpu_memory_utilization", "max_num_seqs": "max_num_seqs",
-               "enforce_eager": "enforce_eager", "kv_cache_dtype": "kv_cache_dtype", "quantization": "quantization",
-               "port": "port", "trust_remote_code": "trust_remote_code", "max_num_batched_tokens": "max_num_batched_tokens"}
 # Counts are numbers wherever they come from (the server_args dump gives ints): one type a fact.
 _COUNTS = frozenset({"max_running_requests", "max_total_num_tokens", "context_len", "kv_cache_tokens",
                      "max_model_len_fits"})
@@ -88,7 +61,8 @@ def _typed(name: str, value: str) -> Any:
 # Every name `Facts.snapshot` can give besides the `arg_*` ones: a fix template may name these
 # (a test checks the list against what the corpus yields).
 FACT_NAMES = frozenset(
-    {name for _, _, name in _SIMPLE} | set(_VLLM_FACTS.values())
+    {name for _, _, name in _SIMPLE} | {f"{s.name}_version" for s in SERVERS}
+    | {fact for s in SERVERS for fact in s.args.facts.values()}
     | {"server", "server_version", "python_minor", "python_version", "gpu_count", "model_is_multimodal", "model_is_local",
        "model_path", "tp_size", "dp_size", "ep_size", "pp_size", "attention_backend", "mm_attention_backend", "port",
        "context_length", "chunked_prefill_size", "cuda_graph_max_bs", "mem_fraction_static", "max_running_requests",
@@ -111,78 +85,6 @@ _MULTIMODAL_HINTS = (
     "vision tower", "vision_tower", "VisionTransformer", "has_image_understanding", "image_processor",
     "multimodal warmup", "vision_model", "/v1/chat/completions with image",
 )
-_ARG = re_cache.compile(r"(\w+)=")
-
-
-def parse_server_args(message: str) -> dict[str, Any]:
-    """The fields of a `server_args=ServerArgs(...)` repr or `server_args={...}` dict, as Python values."""
-    return parse_args_body(message.split("server_args=", 1)[1])
-
-
-def parse_args_body(body: str) -> dict[str, Any]:
-    """`Name(a=1, ...)`, `{'a': 1, ...}` or `a=1, b='x', ...` -> {name: Python value}."""
-    out: dict[str, Any] = {}
-    i = 1 if body[:1] in "({" or body.startswith("ServerArgs(") else 0
-    if body.startswith("ServerArgs("):
-        i = len("ServerArgs(")
-    dict_form = body[:1] == "{"
-    n = len(body)
-    while i < n:
-        while i < n and body[i] in " ,\n":
-            i += 1
-        if dict_form:
-            m = re.compile(r"['\"](\w+)['\"]\s*:\s*").match(body, i)
-        else:
-            m = _ARG.match(body, i)
-        if not m:
-            break
-        key = m.group(1)
-        j = m.end()
-        val, j = _value(body, j)
-        out[key] = val
-        i = j
-    return out
-
-
-def _value(s: str, i: int) -> tuple[Any, int]:
-    n = len(s)
-    if i >= n:
-        return None, i
-    ch = s[i]
-    if ch in "'\"":
-        j = i + 1
-        while j < n and s[j] != ch:
-            j += 2 if s[j] == "\\" else 1
-        return s[i + 1 : j], j + 1
-    if ch in "[({":
-        depth, j = 0, i
-        while j < n:
-            c = s[j]
-            if c in "'\"":
-                _, j = _value(s, j)
-                continue
-            if c in "[({":
-                depth += 1
-            elif c in "])}":
-                depth -= 1
-                if depth == 0:
-                    return s[i : j + 1], j + 1
-            j += 1
-        return s[i:], n
-    j = i
-    while j < n and s[j] not in ",)}":
-        j += 1
-    raw = s[i:j].strip()
-    if raw in ("None", "null"):
-        return None, j
-    if raw in ("True", "true"):
-        return True, j
-    if raw in ("False", "false"):
-        return False, j
-    try:
-        return (int(raw) if re.fullmatch(r"-?\d+", raw) else float(raw)), j
-    except ValueError:
-        return raw, j
 
 
 def _lower_fraction(x: float) -> float:
@@ -211,15 +113,23 @@ _reading = text_memo(_reading_of)
 @lru_cache(maxsize=1)
 def _compiled() -> tuple[LiteralIndex[tuple[Any, ...]], list[tuple[re.Pattern, str]]]:
     """The literal index and fact patterns, built once a process (a Facts is made per startup of a log)."""
-    entries: list[tuple[str, bool, tuple[Any, ...]]] = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(_SIMPLE) for lit in lits]
-    entries += [("server_args=", False, ("args",))] + [(lit, False, ("py",)) for lit in _PY_LITERALS]
+    simple = _simple_facts()
+    entries: list[tuple[str, bool, tuple[Any, ...]]] = [(lit, False, ("s", i)) for i, (lits, _, _) in enumerate(simple) for lit in lits]
+    entries += [(lit, False, ("args", s.name)) for s in SERVERS for lit in s.args.markers]
+    entries += [(lit, False, ("py",)) for lit in _PY_LITERALS]
     entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
-    entries += [(lit, False, ("server", srv)) for srv, lits in _SERVER_SIGNS.items() for lit in lits]
-    entries += [(lit, False, ("vargs",)) for lit in _VLLM_ARGS] + [(lit, False, ("voice",)) for lit in _VOICE]
+    entries += [(lit, False, ("server", s.name)) for s in SERVERS for lit in s.signs]
+    entries += [(lit, False, ("voice",)) for lit in _VOICE]
     # every rank prints these once: counting ranks here (not on every line) gives the same
     # count whether all lines were read or only the ones the block scanner picked
     entries += [(m, False, ("rank",)) for m in _RANK_MARKERS]
-    return LiteralIndex(entries), [(re_cache.compile(p), name) for _, p, name in _SIMPLE]
+    return LiteralIndex(entries), [(re_cache.compile(p), name) for _, p, name in simple]
+
+
+def _simple_facts() -> list[tuple[tuple[str, ...], str, str]]:
+    """The one-pattern facts: each server's release, then the others."""
+    versions = [(v.literals, v.pattern, f"{s.name}_version") for s in SERVERS for v in s.version]
+    return versions + _SIMPLE
 
 
 class Facts:
@@ -228,12 +138,11 @@ class Facts:
     def __init__(self) -> None:
         self.index, self._simple = _compiled()
         self.values: dict[str, Any] = {}
-        self.args: dict[str, Any] = {}
+        self.args_of: dict[str, dict[str, Any]] = {s.name: {} for s in SERVERS}  # each server's dumped arguments
         self._py_include: Counter[str] = Counter()
         self._py_path: Counter[str] = Counter()
         self._ranks: set[str] = set()
         self.mm_hint = False
-        self.vllm_args: dict[str, Any] = {}
         self._server_votes: Counter[str] = Counter()
 
     def feed(self, rec: Record) -> None:
@@ -253,36 +162,22 @@ class Facts:
                 m = rx.search(msg)
                 if m:
                     self.values[name] = _typed(name, m.group(1))
-            elif key[0] == "args" and "server_args=" in msg and not self.args:
-                try:
-                    self.args = parse_server_args(msg)
-                except (IndexError, ValueError):
-                    self.args = {}
+            elif key[0] == "args":
+                fmt, args = BY_NAME[key[1]].args, self.args_of[key[1]]
+                if not (fmt.once and args):
+                    for k, v in fmt.read(msg).items():
+                        args.setdefault(k, v)
             elif key[0] == "py":
                 include, path = _python_versions(msg)
                 self._py_include.update(include)
                 self._py_path.update(path)
             elif key[0] == "mm":
                 self.mm_hint = True
-            elif key[0] == "vargs":
-                self._vllm_args(msg)
             elif key[0] == "rank" and rec.rank:
                 self._ranks.add(rec.rank)
 
-    def _vllm_args(self, msg: str) -> None:
-        for marker in _VLLM_ARGS:
-            at = msg.find(marker)
-            if at < 0 or (marker == "with config: " and "LLM engine" not in msg[:at]):
-                continue
-            try:
-                parsed = parse_args_body(msg[at + len(marker) :].strip())
-            except (IndexError, ValueError):
-                continue
-            for k, v in parsed.items():
-                self.vllm_args.setdefault(k, v)
-
     def server(self) -> str | None:
-        """'sglang' or 'vllm', by which one's own lines the log holds more of; None when it says neither."""
+        """The server whose own lines the log holds most of; None when it says none, or two as often."""
         top = self._server_votes.most_common(2)
         if not top or (len(top) == 2 and top[0][1] == top[1][1]):
             return None
@@ -296,11 +191,13 @@ class Facts:
             version = f.get(f"{server}_version")
             if version:
                 f["server_version"] = version
-        for k, v in self.vllm_args.items():
-            name = _VLLM_FACTS.get(k)
-            if name and v is not None:
-                f.setdefault(name, v)
-        a = {**self.vllm_args, **self.args}
+        for s in SERVERS:
+            for k, v in self.args_of[s.name].items():
+                name = s.args.facts.get(k)
+                if name and v is not None:
+                    f.setdefault(name, v)
+        # a server whose dump is its whole configuration has the last word on an argument both name
+        a = {k: v for s in sorted(SERVERS, key=lambda s: s.args.overrides) for k, v in self.args_of[s.name].items()}
         for k, v in a.items():
             f[f"arg_{k}"] = v
         py = (self._py_include or self._py_path).most_common(1)

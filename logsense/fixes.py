@@ -8,6 +8,7 @@ from typing import Any
 from logsense.flags import for_server
 from logsense.model import Fix, FixKind
 from logsense.rules.loader import TEMPLATE_NAME, FixSpec
+from logsense.servers import BY_NAME, SERVERS, others
 
 
 def applies(when: dict[str, tuple[Any, ...]], values: dict[str, Any]) -> bool:
@@ -41,10 +42,9 @@ PIP_NAMES = {
     "Crypto": "pycryptodome",
     "cuda": "cuda-python",
     "pynvml": "nvidia-ml-py",
-    "sgl_kernel": "sgl-kernel",
     "flashinfer": "flashinfer-python",
     "mooncake": "mooncake-transfer-engine",
-}
+} | {k: v for s in SERVERS for k, v in s.pip_names.items()}
 
 
 def pip_name(module: str) -> str:
@@ -73,39 +73,41 @@ def _fill(template: str | None, values: dict[str, Any]) -> str | None:
     return None if missing else out
 
 
-# Environment variables only one server reads.
-_ENV_OF = {"sglang": ("SGLANG_", "SGL_"), "vllm": ("VLLM_",)}
-# Packages only one server uses: a command naming the other server's is not advice for this one.
-_PACKAGE_OF = {"sglang": re.compile(r"(?<![\w/.-])(?:sglang(?:\[[^\]]*\])?|sgl[-_]kernel)(?![\w/-])"),
-               "vllm": re.compile(r"(?<![\w/.-])vllm(?:\[[^\]]*\])?(?![\w/-])")}
-
-
 def in_server_terms(kind: FixKind, value: str, server: str | None, version: str | None = None) -> str | None:
     """The fix in the detected server's own words (of its release `version`, when known), or None
     when that server has no such knob."""
-    if server not in _ENV_OF:
+    own = BY_NAME.get(server or "")
+    if own is None:
         return value
     if kind == FixKind.FLAG:
-        return for_server(value, server, version)
+        return for_server(value, own.name, version)
     if kind == FixKind.ENV:
-        others = tuple(p for s, ps in _ENV_OF.items() if s != server for p in ps)
-        return None if value.lstrip().startswith(others) else value
+        # environment variables only another server reads
+        theirs = tuple(p for o in others(own.name) for p in o.env_prefixes)
+        return None if value.lstrip().startswith(theirs) else value
     if kind in (FixKind.COMMAND, FixKind.PACKAGE):
-        other = next(s for s in _PACKAGE_OF if s != server)
-        if not _PACKAGE_OF[other].search(value):
+        # a command naming another server's package is not advice for this one
+        named = [o for o in others(own.name) if o.packages.search(value)]
+        if not named:
             return value
-        if re.match(r"\s*(?:uv )?pip3? install ", value) and re.search(r"(?<![\w/.-])" + other + r"\b", value):
+        if not re.match(r"\s*(?:uv )?pip3? install ", value):
+            return None
+        out = value
+        for o in named:
+            if not re.search(r"(?<![\w/.-])" + o.name + r"\b", out):
+                return None
             # "upgrade the server" is advice for either server, in its own package name
             # its version pin is the other server's numbering: dropped with it
-            out = re.sub(r"(?<![\w/.-])" + other + r"(?:\[[^\]]*\])?(?:[=<>!~]=?[\w.*+-]+(?:,\s*[=<>!~]=?[\w.*+-]+)*)?"
-                         r"(?=[\s\"']|$)", server, value)
-            return None if _PACKAGE_OF[other].search(out) else out
-        return None
+            out = re.sub(r"(?<![\w/.-])" + o.name + r"(?:\[[^\]]*\])?(?:[=<>!~]=?[\w.*+-]+(?:,\s*[=<>!~]=?[\w.*+-]+)*)?"
+                         r"(?=[\s\"']|$)", own.name, out)
+        return None if any(o.packages.search(out) for o in named) else out
     return value
 
 
-def _names_captured_vllm(template: str, captures: dict[str, str]) -> bool:
-    return any(v and pip_name(str(v)) == "vllm" and "{" + k in template for k, v in captures.items())
+def _names_own_dependency(template: str, captures: dict[str, str], server: str | None) -> bool:
+    """The fix names, through a capture, a package of a server this server's own code imports."""
+    runs_on = BY_NAME[server].runs_on if server in BY_NAME else ()
+    return any(v and pip_name(str(v)) in runs_on and "{" + k in template for k, v in captures.items())
 
 
 def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str, str], phase: str | None) -> tuple[Fix, ...]:
@@ -118,10 +120,10 @@ def render(specs: tuple[FixSpec, ...], facts: dict[str, Any], captures: dict[str
         if value is None:
             value = _fill(spec.fallback, values)
         server = facts.get("server")
-        # a package or command whose `if:` names the log's server is in its terms; sglang <= 0.4 ran on vllm,
-        # so on an sglang log a vllm the log itself names (a capture: its path, its import) is a dependency
+        # a package or command whose `if:` names the log's server is in its terms, as is one naming (through
+        # a capture: its path, its import) a package of a server this one runs on
         own = spec.kind in (FixKind.PACKAGE, FixKind.COMMAND) and (
-            server in spec.when.get("server", ()) or (server == "sglang" and _names_captured_vllm(spec.value, captures)))
+            server in spec.when.get("server", ()) or _names_own_dependency(spec.value, captures, server))
         if value is not None and not own:
             value = in_server_terms(spec.kind, value, server, facts.get("server_version"))
         if value is None:

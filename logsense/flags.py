@@ -16,31 +16,10 @@ import re
 from functools import cache
 from pathlib import Path
 
-from logsense.servers import NAMES
+from logsense.servers import BY_NAME, others
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "flags"
 FLAG = re.compile(r"--[a-z0-9][a-z0-9-]*")
-
-# The same setting under each server's name. A fix written with one server's flag is rewritten
-# to the other's; a flag with no counterpart is dropped for the server that lacks it.
-EQUIVALENT: tuple[dict[str, str], ...] = (
-    {"sglang": "--mem-fraction-static", "vllm": "--gpu-memory-utilization"},
-    {"sglang": "--context-length", "vllm": "--max-model-len"},
-    {"sglang": "--tp-size", "vllm": "--tensor-parallel-size"},
-    {"sglang": "--tp", "vllm": "--tensor-parallel-size"},
-    {"sglang": "--pp-size", "vllm": "--pipeline-parallel-size"},
-    {"sglang": "--dp-size", "vllm": "--data-parallel-size"},
-    {"sglang": "--max-running-requests", "vllm": "--max-num-seqs"},
-    {"sglang": "--disable-cuda-graph", "vllm": "--enforce-eager"},
-    {"sglang": "--cuda-graph-max-bs", "vllm": "--max-cudagraph-capture-size"},
-    {"sglang": "--chunked-prefill-size", "vllm": "--max-num-batched-tokens"},
-    {"sglang": "--attention-backend", "vllm": "--attention-backend"},
-    {"sglang": "--kv-cache-dtype", "vllm": "--kv-cache-dtype"},
-    {"sglang": "--trust-remote-code", "vllm": "--trust-remote-code"},
-    {"sglang": "--quantization", "vllm": "--quantization"},
-    {"sglang": "--port", "vllm": "--port"},
-)
-
 
 def release_key(version: str | None) -> tuple[int, ...] | None:
     """(0, 8, 5) for "0.8.5", "v0.8.5.post1" or "0.8.5rc1+cu124"; None when it names no release."""
@@ -116,17 +95,20 @@ def for_server(value: str, server: str | None, version: str | None = None) -> st
 
     Values without flags, and any value when the server is unknown, pass unchanged.
     """
-    if server not in NAMES or "--" not in value:
+    own = BY_NAME.get(server or "")
+    if own is None or "--" not in value:
         return value
     out = value
     for m in reversed(list(FLAG.finditer(value))):
         flag = m.group(0)
         if m.start() and not value[m.start() - 1].isspace() and value[m.start() - 1] not in "`'\"(":
             continue  # "--" inside a word or a path, not a flag
-        if has_flag(server, flag, version):
+        if has_flag(own.name, flag, version):
             continue
-        other = next((e[server] for e in EQUIVALENT for s, f in e.items() if s != server and f == flag), None)
-        if other is None or not has_flag(server, other, version):
+        # the same setting under this server's name (each server's `settings`); a setting it lacks: no fix
+        other = next((own.settings[k][0] for o in others(own.name) for k, fs in o.settings.items()
+                      if flag in fs and k in own.settings), None)
+        if other is None or not has_flag(own.name, other, version):
             return None
         out = out[: m.start()] + other + out[m.end() :]
     return out

@@ -8,6 +8,11 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
+# The year given to a time printed without one (journalctl short, vLLM): durations and order hold, and
+# the reports print such a time without it.
+YEARLESS = 2000
+PLACEHOLDER_YEAR = f"{YEARLESS}-"
+
 TIMES_KEPT = 1 << 16  # time change points kept per log (bounded memory whatever its length)
 
 

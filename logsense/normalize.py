@@ -12,8 +12,10 @@ from datetime import datetime, timezone
 
 from logsense import re_cache
 from logsense.linecut import cut_text
+from logsense.logtime import PLACEHOLDER_YEAR
 from logsense.memo import text_memo
 from logsense.model import Record
+from logsense.servers import SERVERS
 
 # CSI, OSC (title, hyperlinks), and other two-byte escapes; then every other C0 control but \t and \r.
 _ANSI = re_cache.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
@@ -41,23 +43,6 @@ _DOCKER = re_cache.compile(
     r"|(?P<svc>[A-Za-z0-9][\w.]*[-_][\w.-]*)\s+\| ?"
     r"|\[pod/[\w.-]+/[\w.-]+\] "
 )
-_SGLANG = re_cache.compile(
-    r"\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?"
-    r"|\d\d:\d\d:\d\d(?= (?:DP|TP)))"  # sglang <= 0.3.4: "[10:00:07 TP0] " (the time alone, a rank always follows)
-    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)-?\d+)*)\] "  # sglang 0.3.6: "DP-1 TP0" when not data-parallel
-    r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+\.py:\d+: )?"
-)
-# vLLM: its process prefix "(EngineCore_DP0 pid=123) ", "(Worker_TP1 pid=9) ", "(VllmWorker rank=1 pid=9) ",
-# "(RayWorkerWrapper pid=5, ip=10.0.0.2) ", then its logger's "INFO 11-20 10:00:00 [file.py:12] " (2024:
-# "file.py:12] "). Both come alone too: a child's raw stderr has only the first, one process only the second.
-_VLLM_PROC = re_cache.compile(
-    r"\((?P<proc>[A-Za-z][\w-]*)(?: rank=(?P<rankn>\d+)| (?P<tp>TP\d+))? pid=(?P<pid>\d+)(?:, ip=[\w.:-]+)?\) ?"
-)
-_VLLM_LOG = re_cache.compile(
-    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<src>[\w./-]+:\d+)\] "
-)
-_VLLM_RANKS = re_cache.compile(r"(?<=_)(?:DP|PP|PCP|TP|DCP|EP)\d+")
-_RAY_REPEAT = re_cache.compile(r" \[repeated \d+x across cluster\]$")
 # Xinference (xoscar) re-raises an actor's exception with the actor's address in front of its text:
 # "ImportError: [address=0.0.0.0:40067, pid=32176] cannot import name ...": the text is the exception's own
 _ACTOR_ADDRESS = re_cache.compile(r"(?<=: )\[address=[^\]\s]+, pid=\d+\] ")
@@ -67,8 +52,7 @@ _LAUNCHER = re_cache.compile(r"\[rank(?P<rank>\d+)\]: ?|\[\d+,(?P<mpi>\d+)\]<std
 # traceback is never indented in the log itself, so its indent is the paste's. A traceback's own frame and
 # code lines keep theirs (their indent is how the exception line is told apart).
 _PASTE_HEAD = re_cache.compile(
-    r"\[\d{4}-\d\d-\d\d[ T]|\[\d\d-\d\d \d\d:|\[rank\d+\]:|\[\d+,\d+\]<std|\[pod/"
-    r"|\([A-Za-z][\w-]*(?: rank=\d+| TP\d+)? pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d "
+    "|".join(server.paste_heads for server in SERVERS) + r"|\[rank\d+\]:|\[\d+,\d+\]<std|\[pod/"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |[A-Za-z0-9][\w.]*[-_][\w.-]*\s+\| "
     r"|Traceback \(most recent call last\):|During handling of the above|The above exception was the direct"
     r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::|$)"
@@ -77,13 +61,11 @@ _PASTE_HEAD = re_cache.compile(
 # rsyslog writes control characters as "#ooo": ESC "#033", CR "#015".
 _SYSLOG_ANSI = re_cache.compile(r"#033\[[0-?]*[ -/]*[@-~]")
 # A tqdm bar with a log record glued after it (no newline between them).
-_GLUED = re_cache.compile(r"(?<=[\]|%])\s*(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{3})?(?: [A-Z_]+\d+)*\] )")
+_GLUED = re_cache.compile(
+    r"(?<=[\]|%])\s*(?=" + "|".join(f"(?:{s.glued_head})" for s in SERVERS if s.glued_head) + ")"
+)
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 
-# The year given to a time printed without one (journalctl short, vLLM): durations and order hold, and
-# the reports print such a time without it (`shown_time`).
-YEARLESS = 2000
-PLACEHOLDER_YEAR = f"{YEARLESS}-"
 _YEARLESS = re_cache.compile(r"2000-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?")
 
 MAX_LINE = 64 * 1024  # longer lines keep their two ends for matching; the server_args dump is ~10 KB
@@ -155,7 +137,7 @@ class Normalizer:
     def __init__(self) -> None:
         self._last: Record | None = None
         self._indent = 0  # width of the last journal prefix; deeper-indented lines continue it
-        self._vllm_heads: dict[str | None, str] = {}  # pid -> the last vLLM logger prefix it printed
+        self._formats = tuple(server.line_format() for server in SERVERS)  # each server's prefix reader
 
     def feed(self, line_no: int, raw: str) -> list[Record]:
         """Normalize one raw line (without its newline) into zero, one or more records."""
@@ -211,50 +193,20 @@ class Normalizer:
         rank = None
         prefixed = False
         server = None
-        vllm = False
         if text[:1] == "[" and (text[1:5] == "rank" or text[1:2].isdigit() and "]<std" in text[:24]):
             lp = _LAUNCHER.match(text)
             if lp:
                 # each rank is its own stream, as each vLLM worker is
                 pid = f"{pid or ''}/{'rank' if lp['rank'] else 'mpi'}{lp['rank'] or lp['mpi']}"
                 text = text[lp.end() :]
-        if text[:1] == "(" and " pid=" in text[:96]:
-            # the API server relays its engine's lines under its own prefix: the innermost one is the writer
-            while (v := _VLLM_PROC.match(text)) is not None:
-                vllm = True
-                pid = v["pid"]  # the process is the stream: eight workers interleave on one journal pid
-                rank = _vllm_rank(v)
-                server = "vllm" if v["proc"].startswith(_VLLM_PROCESSES) else server
-                text = text[v.end() :]
-        if text[:1] in "DIWEC":
-            lg = _VLLM_LOG.match(text)
-            if lg:
-                vllm, server = True, "vllm"
-                # vLLM repeats its prefix on every line of a multi-line record (a traceback):
-                # only a new time or source line starts a new record.
-                head = lg.group(0)
-                prefixed = self._vllm_heads.get(pid) != head
-                self._vllm_heads[pid] = head
-                time = time or PLACEHOLDER_YEAR + lg["time"]  # vLLM prints no year; journal short times neither
-                text = text[lg.end() :]
-        if vllm:
-            if text.endswith("across cluster]"):
-                text = _RAY_REPEAT.sub("", text)
-        elif text[:1] == "[":
-            s = _SGLANG.match(text)
-            if s:
-                prefixed = True
-                rank = s["ranks"].strip() or None
-                # a bare "[date time,ms]" is any Python logger's; SGLang's has no milliseconds or has ranks
-                server = "sglang" if rank or "," not in s["time"] else None
-                inner = s["time"].replace(",", ".")
-                # SGLang's own time has the year that journalctl's short one leaves out; a time without its day
-                # (sglang <= 0.3.4) cannot be placed, so the line keeps the journal's time or none
-                if inner[2:3] != ":":
-                    time = inner if not time or (time.startswith(PLACEHOLDER_YEAR) and inner[4:5] == "-") else time
-                text = text[s.end() :]
-        elif continuation_of is not None:
-            rank = continuation_of.rank
+        for fmt in self._formats:
+            p = fmt.read(text, time, pid)
+            if p is not None:
+                text, time, pid, rank, server, prefixed = p
+                break
+        else:
+            if continuation_of is not None:
+                rank = continuation_of.rank
         if "[address=" in text:
             text = _ACTOR_ADDRESS.sub("", text)
         rec = Record(
@@ -313,11 +265,6 @@ class Normalizer:
             yield rec
 
 
-# Process names vLLM gives its processes (V1 engine core, workers, API server; V0 and Ray workers).
-_VLLM_PROCESSES = ("EngineCore", "VllmWorker", "Worker_", "APIServer", "ApiServer", "RayWorkerWrapper",
-                   "DPSupervisor", "DPCoordinator")
-
-
 def _unindented(text: str) -> str:
     """A line of a log pasted with an indent, without it when the line shows it is the paste's."""
     bare = text.lstrip(" \t")
@@ -334,15 +281,6 @@ def _undocked(text: str, fields: dict[str, str | None]) -> str:
         if d["svc"]:
             fields.setdefault("ident", d["svc"])
     return text
-
-
-def _vllm_rank(m: re.Match) -> str | None:
-    """'Worker_DP0_TP1' -> 'DP0 TP1'; 'VllmWorker rank=1' and 'VllmWorker TP1' -> 'TP1'."""
-    if m["rankn"]:
-        return f"TP{m['rankn']}"
-    if m["tp"]:
-        return m["tp"]
-    return " ".join(_VLLM_RANKS.findall(m["proc"])) or None
 
 
 def _json_entry(raw: str) -> dict | None:

@@ -32,6 +32,7 @@ from logsense.model import Diagnosis, Event, Record
 from logsense.normalize import Normalizer
 from logsense.pipeline import Reading
 from logsense.rules.phases import phase_index
+from logsense.servers import SERVERS
 from logsense.templates import TemplateMiner, mask
 from logsense.timeline import RESTART_PHASE, Timeline
 
@@ -41,7 +42,7 @@ ERRORISH = ("exception", "error", "traceback")
 PLAIN = ("line", "error", "warning")  # kinds that neither open nor continue a traceback
 
 # The server_args dump is compared flag by flag in the facts, not as one huge template.
-_SKIP_PREFIXES = ("server_args=", "ServerArgs(", "Namespace(")
+_SKIP_PREFIXES = (*(h for s in SERVERS for h in s.dump_heads), "Namespace(")  # and any argparse dump
 _EXCEPTION = re.compile(
     r"\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout|Abort)\b:?(?:\s|$)"
 )

@@ -23,9 +23,9 @@ from enum import Enum
 from typing import Any, Protocol
 
 from logsense.errors import ExitCode
-from logsense.logtime import TimesSeen, parse_time
+from logsense.logtime import YEARLESS, TimesSeen, parse_time
 from logsense.model import Diagnosis, Record, Report, Status, UpdateKind, Value, _set
-from logsense.normalize import YEARLESS, in_year
+from logsense.normalize import in_year
 from logsense.rules import RuleSet
 from logsense.timeline import RESTART_AFTER
 

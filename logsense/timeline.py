@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from logsense.logtime import PLACEHOLDER_YEAR
 from logsense.memo import text_memo
 from logsense.model import Phase, Record, RuleProblem
-from logsense.normalize import PLACEHOLDER_YEAR, in_year
+from logsense.normalize import in_year
 from logsense.prefilter import LiteralIndex
 from logsense.rules.compile import MATCH_TIMEOUT, Pattern
 from logsense.rules.phases import PhaseKey, PhaseSpec, phase_index, phase_names

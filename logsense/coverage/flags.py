@@ -14,20 +14,12 @@ from pathlib import Path
 
 from logsense.coverage.sources import open_distribution
 from logsense.flags import DATA_DIR, FLAG
-from logsense.servers import NAMES
-
-# Where each server defines its flags, inside its package.
-_SOURCES = {
-    "sglang": ("sglang/srt/server_args.py", "sglang/srt/arg_groups/"),
-    "vllm": ("vllm/engine/arg_utils.py", "vllm/entrypoints/"),
-}
-# vLLM registers its dataclass fields through helpers; these classes' fields are its flags.
-_VLLM_ARG_CLASSES = {"EngineArgs", "AsyncEngineArgs", "BaseFrontendArgs", "FrontendArgs"}
+from logsense.servers import BY_NAME, NAMES
 
 
 def _sources(root: str | Path, server: str) -> list[tuple[str, str]]:
     """(name, text) of the files that define `server`'s flags, from a wheel or an unpacked tree."""
-    wanted = _SOURCES[server]
+    wanted = BY_NAME[server].flag_sources
 
     def keep(name: str) -> bool:
         return name.endswith(".py") and any(name == w or (w.endswith("/") and name.startswith(w)) for w in wanted)
@@ -49,7 +41,8 @@ def _call_name(call: ast.Call) -> str:
 
 
 def _field_flags(cls: ast.ClassDef, server: str) -> set[str]:
-    """Flags a class's annotated fields become: SGLang's `A[T, Arg(...)]`, vLLM's argument dataclasses."""
+    """Flags a class's annotated fields become: every field of a class the server names as its arguments'
+    (`flag_classes`), else the fields annotated `A[T, Arg(...)]`."""
     out: set[str] = set()
     for stmt in cls.body:
         if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
@@ -58,8 +51,8 @@ def _field_flags(cls: ast.ClassDef, server: str) -> set[str]:
         if name.startswith("_"):
             continue
         ann = stmt.annotation
-        if server == "vllm":
-            if cls.name in _VLLM_ARG_CLASSES:
+        if BY_NAME[server].flag_classes:
+            if cls.name in BY_NAME[server].flag_classes:
                 out.add("--" + name.replace("_", "-"))
             continue
         if not (isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "A"):
@@ -98,13 +91,13 @@ def _server_of(path: str) -> str:
     for server in NAMES:
         if base.startswith(server) or (Path(path) / server).is_dir():
             return server
-    raise SystemExit(f"{path}: cannot tell which server this is (want a sglang or vllm wheel or directory)")
+    raise SystemExit(f"{path}: cannot tell which server this is (want a wheel or directory of one of: {', '.join(NAMES)})")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write <server>.txt for each wheel or unpacked package given."""
     ap = argparse.ArgumentParser(prog="python3 -m logsense.coverage.flags", description=__doc__.split("\n")[0])
-    ap.add_argument("sources", nargs="+", help="a sglang/vllm wheel, or a directory holding the package")
+    ap.add_argument("sources", nargs="+", help="a server's wheel, or a directory holding its package")
     ap.add_argument("-o", "--out", default=str(DATA_DIR), help="output directory (default: the shipped one)")
     ap.add_argument("--release", action="store_true",
                     help="write <server>-<version>.txt, an older release's vocabulary, instead of <server>.txt")

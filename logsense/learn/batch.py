@@ -234,8 +234,8 @@ def _elapsed(first: str | None, then: str | None) -> float | None:
     """Seconds from the log's first stamp to `then`. journalctl's short stamps carry no year (the normalizer
     gives them a placeholder one) while the server's own carry it: a pair of one of each is read in the
     year the log does print."""
-    from logsense.logtime import seconds_between
-    from logsense.normalize import PLACEHOLDER_YEAR, in_year
+    from logsense.logtime import PLACEHOLDER_YEAR, seconds_between
+    from logsense.normalize import in_year
 
     if first and then and first.startswith(PLACEHOLDER_YEAR) != then.startswith(PLACEHOLDER_YEAR):
         year = (then if first.startswith(PLACEHOLDER_YEAR) else first)[:4]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from logsense.learn.decide import best_failure, decide
 from logsense.learn.features import DigestWatch, Doc, DocReader, Note
 from logsense.model import UNKNOWN, Diagnosis, Evidence, Fix, FixKind, Origin
+from logsense.servers import NAMES
 
 if TYPE_CHECKING:
     from logsense.learn.linear import LinearModel, Prediction
@@ -161,7 +162,7 @@ def usual_fixes(cause: str, server: str | None) -> tuple[Fix, ...]:
 def _fix_kind(text: str) -> FixKind:
     """A best guess at a taxonomy fix's kind (they are prose: 'raise --mem-fraction-static')."""
     t = text.strip()
-    if t.startswith(("python", "docker ", "huggingface-cli", "nvidia-smi", "vllm ")):
+    if t.startswith(("python", "docker ", "huggingface-cli", "nvidia-smi", *(f"{n} " for n in NAMES))):
         return FixKind.COMMAND  # a command line may hold flags of its own (docker run --shm-size)
     if "--" in t:
         return FixKind.FLAG

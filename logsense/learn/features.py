@@ -17,6 +17,7 @@ from logsense import re_cache
 from logsense.memo import text_memo
 from logsense.model import Event, EventKind, Record, Value, _set
 from logsense.pipeline import Reading
+from logsense.servers import SERVERS
 
 FEATURE_VERSION = 2  # 2: the server (sglang, vllm) as a token. Bump when the document text changes: a model trained on another version is stale
 MAX_ERRORS = 40  # distinct error-ish events kept (the most recent ones)
@@ -82,7 +83,7 @@ def _rank(m: re.Match) -> str:
     return m.group(2) + m.group(3) + "n"
 
 
-_NOT_ERRORS = ("server_args=", "ServerArgs(", "Namespace(model_path=")  # flag dumps name every *_timeout
+_NOT_ERRORS = tuple(h for s in SERVERS for h in s.dump_heads)  # flag dumps name every *_timeout
 
 
 def is_errorish(text: str) -> bool:

@@ -15,6 +15,7 @@ from logsense import re_cache
 from logsense.errors import SourceError
 from logsense.linecut import MAX_LINE_BYTES, LongLine
 from logsense.model import Value, _set
+from logsense.servers import NAMES
 
 BLOCK = 1 << 20
 
@@ -191,7 +192,7 @@ def has_log_lines(text: bytes) -> bool:
 def _no_lines(name: str, text: bytes) -> str:
     if b"No entries" in text or name == "<stdin>":
         return (f"{name}: no log lines (from `journalctl -u UNIT`? is the unit name right: "
-                "`systemctl list-units --all 'sglang*' 'vllm*'`)")
+                f"`systemctl list-units --all {' '.join(repr(n + '*') for n in NAMES)}`)")
     return f"{name}: no log lines (the file is empty or blank)"
 
 
