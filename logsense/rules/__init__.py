@@ -14,6 +14,7 @@ from logsense.rules import cache
 from logsense.rules.compile import CompiledRule, compile_rule
 from logsense.rules.loader import load_pack
 from logsense.rules.phases import PhaseKey, PhaseSpec, load_phases, phase_index, phase_names, unknown_phases
+from logsense.servers import plugin_rules
 
 RuleKey = tuple[int, str, int]  # (rule index, "any" | "all" | "not", pattern index)
 
@@ -152,8 +153,11 @@ def load_rules(extra: list[str] | None = None, only: list[str] | None = None, st
 
 
 def _load_rules(extra: list[str] | None, only: list[str] | None, strict: bool) -> RuleSet:
-    roots = [Path(p) for p in only] if only else [bundled_rules_dir()]
-    roots += [Path(p) for p in extra or []]
+    plugins = [] if only else list(plugin_rules())
+    roots = [Path(p) for p in only] if only else [bundled_rules_dir(), *plugins]
+    # a plug-in's pack given again (`check --rules` on its folder) is the one already loaded
+    roots += [Path(p) for p in extra or [] if not any(f == Path(p).resolve() or f in Path(p).resolve().parents
+                                                         for f in plugins)]
     verdict = verdict_rules_dir()
     if only and verdict.is_file() and not any(r.resolve() == verdict.resolve() or r.resolve() in verdict.resolve().parents
                                              for r in roots if r.exists()):
@@ -175,9 +179,12 @@ def _rule_files(roots: list[Path]) -> list[Path] | None:
     """The phase file, then every pack file, that `_parse_rules` reads for `roots` (None: a root is missing)."""
     packs: list[Path] = []
     phases = None
+    plugins = plugin_rules()
     for root in roots:
         if not root.exists():
             return None
+        if root.resolve() in plugins and (root / "phases.yaml").is_file():
+            return None  # a plug-in's markers join the phase file's: that set is read anew each time
         if root.is_dir() and (root / "phases.yaml").is_file():
             phases = root / "phases.yaml"
         packs += pack_files(root)
@@ -256,12 +263,21 @@ def _parse_rules(roots: list[Path]) -> tuple[RuleSet, list[RuleError]]:
     seen: dict[str, str] = {}
     sources = []
     phases: list[PhaseSpec] | None = None
+    own_markers: list[PhaseSpec] = []  # plug-in servers' markers for the phase file's phases
+    plugins = plugin_rules()
     for root in roots:
         if not root.exists():
             errors.append(RuleError(str(root), None, "no such rule file or directory"))
             continue
         phase_file = root / "phases.yaml" if root.is_dir() else None
-        if phase_file is not None and phase_file.is_file():
+        server = plugins.get(root.resolve())
+        if server is not None and phase_file is not None and phase_file.is_file():
+            try:
+                own_markers += [p if p.server else p.replace(server=server)
+                                for p in _cached_phases(phase_file, display(phase_file))]
+            except RuleErrors as e:
+                errors.extend(e.errors)
+        elif phase_file is not None and phase_file.is_file():
             try:
                 phases = _cached_phases(phase_file, display(phase_file))
             except RuleErrors as e:
@@ -281,5 +297,6 @@ def _parse_rules(roots: list[Path]) -> tuple[RuleSet, list[RuleError]]:
     if phases is None:
         bundled = bundled_rules_dir() / "phases.yaml"
         phases = _cached_phases(bundled, display(bundled)) if bundled.is_file() else []
+    phases = phases + own_markers
     errors.extend(unknown_phases(rules, phase_names(phases)))
     return RuleSet(rules, phases, sources), errors

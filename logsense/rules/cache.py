@@ -23,8 +23,8 @@ _CODE = (_HERE / "loader.py", _HERE / "compile.py", _HERE / "schema.py", _HERE /
          _HERE.parent / "facts.py", _HERE.parent / "taxonomy.yaml",
          # a whole set's entry also holds the literal index and the order `load_rules` gives the rules
          _HERE / "__init__.py", _HERE.parent / "prefilter.py",
-         # a pack's scope comes from its folder's server name
-         _HERE.parent / "servers" / "__init__.py")
+         # a pack's scope comes from its folder's server name; fact names from each server's module
+         *sorted((_HERE.parent / "servers").glob("*.py")))
 
 
 def key(kind: str, data: bytes) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 
@@ -63,4 +64,7 @@ class Server:
     dump_heads: tuple[str, ...] = ()  # how a line dumping every argument starts: never read as an error or a template
     pip_names: Mapping[str, str] = field(default_factory=dict)  # its import names whose PyPI package is named otherwise
     glued_head: str | None = None  # a record of its log that a progress bar may have no newline before
-    runs_on: tuple[str, ...] = ()  # servers whose packages it imports: a fix naming those is its own advice
+    runs_on: tuple[str, ...] = ()
+    # a plug-in's folder of rule packs (they fire only on its logs) and of `phases.yaml`, its own markers for
+    # the phase file's phases; a bundled server's packs are in rules/<name>/ and its markers in rules/phases.yaml
+    rules: Path | None = None  # servers whose packages it imports: a fix naming those is its own advice
