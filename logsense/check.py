@@ -40,7 +40,7 @@ from logsense.corpus import (
     label_for,
     logs_for,
 )
-from logsense.errors import RuleError, RuleErrors, SourceError
+from logsense.errors import ExitCode, RuleError, RuleErrors, SourceError
 from logsense.examples import (
     ExampleResult,
     all_matches,
@@ -115,8 +115,8 @@ class Result:
     @property
     def exit_code(self) -> int:
         if self.unreadable:
-            return 2
-        return 1 if self.problems else 0
+            return ExitCode.BAD_INPUT
+        return ExitCode.FAILURE if self.problems else ExitCode.OK
 
     def summary(self) -> str:
         return (f"{_n(self.incidents, 'incident')}, {_n(self.rules, 'rule')} checked: "

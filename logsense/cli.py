@@ -17,14 +17,14 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 from logsense import __version__
-from logsense.report import FORMATS as REPORT_FORMATS
+from logsense.report import formats
 from logsense.servers import SERVERS
 
 if TYPE_CHECKING:
     import typer
     from typer._click import Command as ClickCommand  # the click that typer carries
 
-    from logsense.cli_options import FormatOpt, OnlyOpt, RulesOpt
+    from logsense.cli_options import OnlyOpt, RulesFormatOpt, RulesOpt
 
 # What the app and a command built alone (see `_command`) share.
 _SETTINGS = {
@@ -64,7 +64,7 @@ def _root(
 @_command_def()
 def analyze(
     paths: Annotated[list[str], typer.Argument(help="Log files (plain or .gz); '-' reads stdin.", metavar="FILE|-")],
-    fmt: FormatOpt = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=formats.DIAGNOSIS.help())] = "text",
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
     no_rules: Annotated[bool, typer.Option("--no-rules", help="Use no rules: the learned classifier alone.")] = False,
@@ -74,7 +74,7 @@ def analyze(
     ] = None,
 ) -> int:
     """Diagnose a recorded startup log: root cause, evidence, fix. Exit 1 when a failure is found."""
-    _check_format(fmt, REPORT_FORMATS)
+    formats.DIAGNOSIS.check(fmt)
     from logsense.commands import analyze as cmd
 
     return cmd.main(paths, fmt, rules, only_rules, no_rules, not no_classifier, baseline)
@@ -86,7 +86,7 @@ def tail(
     unit: Annotated[Optional[str], typer.Option("--unit", "-u", help="The systemd unit (as journalctl -u).")] = None,
     until_ready: Annotated[bool, typer.Option("--until-ready", help="Exit 0 at ready, 1 on failure, 3 at --timeout.")] = False,
     timeout: Annotated[Optional[str], typer.Option("--timeout", help="Give up after this long, exit 3: e.g. 20m, 90s, 1h.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text or jsonl.")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help=formats.LIVE.help())] = "text",
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep following (the default; as journalctl -f).")] = False,
     file: Annotated[Optional[list[str]], typer.Option("--file", help="Read this journal file (as journalctl --file).")] = None,
     directory: Annotated[Optional[str], typer.Option("--directory", "-D", help="Read journal files in this dir.")] = None,
@@ -116,7 +116,7 @@ def tail(
     the input ended first, 4 the log says ready but --probe gets no answer, 130 Ctrl-C.
     LOGSENSE_JOURNAL_BACKEND=systemd|journalctl picks the journal reader (default: systemd-python if installed).
     """
-    _check_format(fmt, ("text", "jsonl"))
+    formats.LIVE.check(fmt)
     if follow and no_follow:
         from logsense.errors import UsageError
 
@@ -140,7 +140,7 @@ def history(
     since: Annotated[Optional[str], typer.Option("--since", "-S", help="Only startups from this time (journalctl syntax).")] = None,
     until: Annotated[Optional[str], typer.Option("--until", "-U", help="Up to this time (journalctl syntax).")] = None,
     boot: Annotated[Optional[str], typer.Option("--boot", "-b", help="Only this boot (journalctl syntax).")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=formats.HISTORY.help())] = "table",
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
 ) -> int:
@@ -148,7 +148,7 @@ def history(
 
     Exit 0 when the latest attempt became ready, 1 when it failed or stopped, 3 when it is not ready yet, 2 bad input.
     """
-    _check_format(fmt, ("table", "json", "csv"))
+    formats.HISTORY.check(fmt)
     from logsense.commands import history as cmd
 
     return cmd.main(target=target, unit=unit, files=file or [], directory=directory, since=since,
@@ -210,10 +210,10 @@ def train(
 @_command_def("eval")
 def eval_(
     corpus: Annotated[list[str], typer.Argument(help="Corpus dirs of labelled logs.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or markdown (the README's table).")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=formats.EVALUATION.help()[:-1] + " (the README's table).")] = "text",
 ) -> int:
     """Per-cause precision / recall and the confusion matrix, split by incident source."""
-    _check_format(fmt, ("text", "json", "markdown"))
+    formats.EVALUATION.check(fmt)
     _needs_extra("learn", "numpy", "sklearn")
     from logsense.commands import learn as cmd
 
@@ -223,12 +223,12 @@ def eval_(
 @_command_def()
 def stats(
     paths: Annotated[list[str], typer.Argument(help="Logs: files, dirs, globs or archives.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv, json or parquet.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=formats.STATS.help())] = "table",
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: one per core).")] = 0,
 ) -> int:
     """One row per log (source, host, cause, phase, time to failure or ready, rule, fix) via pandas."""
-    _check_format(fmt, ("table", "csv", "json", "parquet"))
+    formats.STATS.check(fmt)
     from logsense.commands import stats as cmd
 
     return cmd.main(paths, fmt, output, jobs)
@@ -239,7 +239,7 @@ def diff(
     good: Annotated[str, typer.Argument(help="A startup log that worked (plain or .gz).", metavar="GOOD")],
     bad: Annotated[str, typer.Argument(help="A startup log that failed; '-' reads stdin, <(command) works.",
                                        metavar="BAD")],
-    fmt: FormatOpt = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=formats.DIFF.help())] = "text",
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
 ) -> int:
@@ -247,25 +247,25 @@ def diff(
 
     Exit 1 when the bad run failed or printed error-like lines the good one never did, else 0.
     """
-    _check_format(fmt, REPORT_FORMATS)
+    formats.DIFF.check(fmt)
     from logsense.commands import diff as cmd
 
     return cmd.main(good, bad, fmt, rules, only_rules)
 
 
 @_command_def(group="rules", name="list")
-def rules_list(rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> int:
+def rules_list(rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: RulesFormatOpt = "text") -> int:
     """Every rule with its cause, role, priority and source."""
-    _check_format(fmt, ("text", "json"))
+    formats.RULES.check(fmt)
     from logsense.commands import rules as cmd
 
     return cmd.list_rules(rules, only_rules, fmt)
 
 
 @_command_def(group="rules", name="show")
-def rules_show(rule_id: str, rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: FormatOpt = "text") -> int:
+def rules_show(rule_id: str, rules: RulesOpt = None, only_rules: OnlyOpt = None, fmt: RulesFormatOpt = "text") -> int:
     """What a rule matches, why, its fixes and its examples."""
-    _check_format(fmt, ("text", "json"))
+    formats.RULES.check(fmt)
     from logsense.commands import rules as cmd
 
     return cmd.show(rule_id, rules, only_rules, fmt)
@@ -309,24 +309,17 @@ def rules_coverage(
     package: Annotated[Optional[str], typer.Option("--package", help="Which package's startup-path data to use "
                                                    "(default: read from the wheel or dir name).")] = None,
     config: Annotated[Optional[str], typer.Option("--config", help="Startup-path and triage data (YAML) to use instead.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or csv.")] = "text",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=formats.COVERAGE.help())] = "text",
     uncovered: Annotated[bool, typer.Option("--uncovered", help="List only messages no rule names a cause for.")] = False,
     budget: Annotated[float, typer.Option("--budget", help="Stop after this many seconds, saying what is left.")] = 900.0,
     rules: RulesOpt = None,
     only_rules: OnlyOpt = None,
 ) -> int:
     """Which rule knows each failure message on a package's startup path (read from its source, never imported)."""
-    _check_format(fmt, ("text", "json", "csv"))
+    formats.COVERAGE.check(fmt)
     from logsense.commands import rules as cmd
 
     return cmd.coverage(source, package, config, fmt, uncovered, budget, rules, only_rules)
-
-
-def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
-    if fmt not in allowed:
-        from logsense.errors import UsageError
-
-        raise UsageError(f"--format {fmt!r}: choose from {', '.join(allowed)}")
 
 
 def _needs_extra(extra: str, *modules: str) -> None:
@@ -370,7 +363,7 @@ def run(args: list[str]) -> int:
         command, name, rest = _command(list(args))
         with command.make_context(name, rest) as ctx:
             command.invoke(ctx)
-        return 0
+        return int(ExitCode.OK)
     except LogsenseError as e:
         _stderr(f"logsense: {e}")
         return int(e.exit_code)

@@ -6,10 +6,12 @@ from typing import Annotated, Optional
 
 import typer
 
-__all__ = ["FormatOpt", "OnlyOpt", "RulesOpt"]
+from logsense.report import formats
+
+__all__ = ["OnlyOpt", "RulesFormatOpt", "RulesOpt"]
 
 RulesOpt = Annotated[Optional[list[str]], typer.Option("--rules", help="Also load the rule packs in this dir/file (repeatable).")]
 OnlyOpt = Annotated[
     Optional[list[str]], typer.Option("--only-rules", help="Load only these rule packs, not the bundled ones (repeatable).")
 ]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="text or json.")]
+RulesFormatOpt = Annotated[str, typer.Option("--format", "-f", help=formats.RULES.help())]

@@ -514,7 +514,7 @@ class Session:
             if self.until_ready:
                 code = EXIT[v.outcome]
             else:
-                code = 1 if v.outcome in (Outcome.FAILED, Outcome.STOPPED) else 0
+                code = int(ExitCode.FAILURE if v.outcome in (Outcome.FAILED, Outcome.STOPPED) else ExitCode.OK)
             self._end(out, "input-end", code, v.report)
 
     def _end(self, out: list[Note], reason: str, code: int, report: Report | None) -> None:

@@ -5,16 +5,14 @@ from __future__ import annotations
 import sys
 
 from logsense.errors import ExitCode, UsageError, install_hint
+from logsense.report import formats
 from logsense.report.console import console
 from logsense.report.rich_console import SafeConsole
 from logsense.report.term import PIPED_WIDTH
 
-FORMATS = ("table", "csv", "json", "parquet")
-
 
 def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: int = 0) -> int:
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: choose from {', '.join(FORMATS)}")
+    formats.STATS.check(fmt)
     if jobs < 0:
         raise UsageError("--jobs: 0 (one per core) or more")
     if fmt == "parquet" and output is None and sys.stdout.isatty():

@@ -1,3 +1,1 @@
-"""Rendering a Report: text (report.term; rich only for tables), json (the contract); FORMATS names them."""
-
-FORMATS = ("text", "json")
+"""Rendering reports: text (report.term; rich only for tables), json (the contract); report.formats names each kind's formats."""
