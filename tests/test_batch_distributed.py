@@ -47,7 +47,7 @@ def logs(tmp_path_factory) -> list[str]:
 
 @pytest.fixture(scope="module")
 def stats_rows(logs) -> list[dict]:
-    from logsense.learn.batch import collect
+    from logsense.batch import collect
 
     return collect(logs, jobs=1)
 
@@ -65,7 +65,7 @@ def test_dask_bag_on_a_local_cluster_gives_the_stats_rows(logs, stats_rows):
     import dask.bag as db
     from distributed import Client, LocalCluster
 
-    from logsense.learn.batch import COLUMNS, row_from_path
+    from logsense.batch import COLUMNS, row_from_path
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address=None)
@@ -88,7 +88,7 @@ def test_spark_map_partitions_in_local_mode_gives_the_stats_rows(logs, stats_row
     monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from logsense.learn.batch import COLUMNS, SPARK_SCHEMA, rows
+    from logsense.batch import COLUMNS, SPARK_SCHEMA, rows
 
     spark = (SparkSession.builder.master("local[2]").appName("logsense-test")
              .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")

@@ -101,8 +101,8 @@ def test_one_time_to_failure_for_every_single_startup_in_the_corpus(capsys):
     first timed line to its root cause's first evidence line."""
     import json
 
+    from logsense.batch import collect
     from logsense.commands import history, tail
-    from logsense.learn.batch import collect
 
     logs = sorted(p for p in (PACKAGE.parent / "corpora").rglob("*.log") if p.name not in _MIXED_ZONES)
     compared, differ = 0, []

@@ -36,7 +36,7 @@ def two_logs(tmp_path_factory):
 
 
 def test_one_row_per_log(two_logs):
-    from logsense.learn.batch import COLUMNS, frame
+    from logsense.batch import COLUMNS, frame
 
     df = frame([str(two_logs)], jobs=1)
     assert list(df.columns) == COLUMNS
@@ -54,7 +54,7 @@ def test_one_row_per_log(two_logs):
 
 def test_pool_gives_the_same_rows_in_the_same_order(tmp_path):
     """--jobs 2 (more logs than the pool holds at once, tar members spooled) gives --jobs 1's rows, in its order."""
-    from logsense.learn.batch import frame
+    from logsense.batch import frame
 
     logs = sorted(p for p in CORPORA.rglob("*.log") if p.is_file())[::8]
     _tgz(tmp_path / "a.tar.gz", {f"m/{i:02d}-{p.name}": p.read_bytes() for i, p in enumerate(reversed(logs))})
@@ -70,7 +70,7 @@ def test_workers_capped_by_the_logs_and_the_cores(two_logs):
     """`-j 64` on two logs starts two workers at most, never 64."""
     import multiprocessing
 
-    from logsense.learn.batch import collect
+    from logsense.batch import collect
 
     seen: list[int] = []
     rows = collect([str(two_logs)], jobs=64, on_row=lambda _row: seen.append(len(multiprocessing.active_children())))
@@ -80,7 +80,7 @@ def test_workers_capped_by_the_logs_and_the_cores(two_logs):
 
 def test_time_to_failure_across_stamps_with_and_without_a_year():
     """journalctl's short stamps have no year, SGLang's have one: the time between them is the log's, not 26 years."""
-    from logsense.learn.batch import row_from_path
+    from logsense.batch import row_from_path
 
     row = row_from_path(str(MISSION / "flash-attn-cute-warmup.log"))
     assert row["status"] == "failed" and 60 < row["time_to_failure"] < 3600
@@ -90,7 +90,7 @@ def test_time_to_failure_of_a_cause_named_at_the_end_long_before_it():
     """An unknown failure's time is its fatal line's, even with thousands of dated lines after it."""
     from datetime import datetime, timedelta
 
-    from logsense.learn.batch import row_from_bytes
+    from logsense.batch import row_from_bytes
 
     t0 = datetime(2026, 1, 1)
 
@@ -109,7 +109,7 @@ def test_time_to_failure_of_a_cause_named_at_the_end_long_before_it():
 
 
 def test_archives_and_globs(tmp_path, two_logs):
-    from logsense.learn.batch import frame
+    from logsense.batch import frame
 
     tgz = tmp_path / "incidents.tar.gz"
     with tarfile.open(tgz, "w:gz") as tar:
@@ -128,7 +128,7 @@ def test_archives_and_globs(tmp_path, two_logs):
 
 
 def test_an_unreadable_log_is_a_row_not_a_crash(tmp_path):
-    from logsense.learn.batch import frame
+    from logsense.batch import frame
 
     bad = tmp_path / "broken.log.gz"
     bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
@@ -138,7 +138,7 @@ def test_an_unreadable_log_is_a_row_not_a_crash(tmp_path):
 
 def test_rows_for_a_partition():
     """The per-log function as Spark's mapPartitions or a Dask bag would call it: (name, bytes) in, rows out."""
-    from logsense.learn.batch import rows
+    from logsense.batch import rows
 
     out = list(rows([("a.log", FAILED.read_bytes()), ("b.log", HEALTHY.read_bytes())]))
     assert [r["cause"] for r in out] == ["python_headers_missing", "healthy"]
@@ -204,7 +204,7 @@ def test_broken_archives_are_error_rows_and_the_rest_goes_on(tmp_path, two_logs)
 
 
 def test_tar_members_are_spooled_not_held(tmp_path):
-    from logsense.learn import batch
+    from logsense import batch
 
     tgz = tmp_path / "x.tar.gz"
     _tgz(tgz, {"a.log": b"x\n" * 1000, "b.log": b"y\n" * 1000})
@@ -234,7 +234,7 @@ def test_stats_without_pandas_names_the_extra(tmp_path):
 def test_rows_through_the_scanner_are_those_of_every_line(monkeypatch):
     """stats reads a log as analyze does (the block scanner); its rows, times included, are those of feeding
     every line: the dated lines a time is read from are fed too."""
-    from logsense.learn.batch import row_from_path
+    from logsense.batch import row_from_path
 
     logs = sorted(p for p in CORPORA.rglob("*.log") if p.is_file())[::6] + [MISSION / "flash-attn-cute-warmup.log",
                                                                              CORPORA / "constructed" / "hf-gated-401-llama.log"]

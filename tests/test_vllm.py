@@ -208,8 +208,8 @@ def test_no_fix_names_a_flag_of_the_other_server_only(rules, server, other):
 
 
 def test_stats_and_diff_on_vllm_logs(rules):
+    from logsense.batch import row_from_path
     from logsense.diff import diff_logs
-    from logsense.learn.batch import row_from_path
 
     result = diff_logs(str(HEALTHY), str(KV_SMALL), rules)
     assert result.matters and result.first_error is not None

@@ -26,7 +26,7 @@ def main(paths: list[str], fmt: str = "table", output: str | None = None, jobs: 
         import pandas  # noqa: F401
     except ImportError:
         raise UsageError(f"logsense stats needs pandas: {install_hint('stats')}") from None
-    from logsense.learn.batch import frame
+    from logsense.batch import frame
     from logsense.progress import Progress
 
     with Progress("logs read:") as progress:
