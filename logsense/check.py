@@ -173,8 +173,8 @@ def plan(paths: Iterable[str] = (), rules: Iterable[str] = (), corpus: Iterable[
         if p.is_file() and p.name == PHASE_FILE:
             pl.phase_files.append(p)
             return
-        if p.is_dir() and (p / PHASE_FILE).is_file():
-            pl.phase_files.append(p / PHASE_FILE)
+        if p.is_dir():  # the phase file and each server's markers file
+            pl.phase_files.extend(sorted(p.rglob(PHASE_FILE)))
         pl.rule_files.extend(files)
         pl.rule_roots.append(p)
 

@@ -27,7 +27,7 @@ from logsense.logtime import YEARLESS, TimesSeen, parse_time
 from logsense.model import Diagnosis, Record, Report, Status, UpdateKind, Value, _set
 from logsense.normalize import in_year
 from logsense.rules import RuleSet
-from logsense.timeline import RESTART_AFTER
+from logsense.timeline import RESTART_AFTER, RESTART_PHASE
 
 QUIET = 0.5  # seconds without a new line before open events are closed
 LINGER = 2.0  # at most this long after a failure for the lines that complete it
@@ -188,7 +188,7 @@ class Session:
         self.silent = False  # replaying up to a --resume position: rebuild, show nothing
         self.awaiting_probe = False
         # every server's args markers (SGLang's and vLLM's are separate specs of the same phase)
-        self._args_markers = [m for p in rules.phases if p.name == "server_args" for m in p.markers]
+        self._args_markers = [m for p in rules.phases if p.name == RESTART_PHASE for m in p.markers]
         self.startup = self._startup(0)
         self._last_run: str | None = None
         self._run_unknown = False  # the current startup began on an entry without the run's id

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from phase_helpers import copy_phase_files
 
 from conftest import ROOT
 
@@ -217,7 +218,7 @@ rules:
 def rule_pack(tmp_path: Path) -> Path:
     d = tmp_path / "pack"
     d.mkdir(exist_ok=True)
-    shutil.copy(ROOT / "rules" / "phases.yaml", d / "phases.yaml")
+    copy_phase_files(d)
     (d / "tail.yaml").write_text(PACK)
     return d
 

@@ -309,7 +309,7 @@ def test_a_pack_given_with_rules_is_loaded_beside_the_bundled_ones(work):
 
 
 def test_phase_files_are_checked(work):
-    shutil.copy(ROOT / "rules" / "phases.yaml", work / "phases.yaml")
+    shutil.copy(ROOT / "rules" / "sglang" / "phases.yaml", work / "phases.yaml")
     assert messages(run("phases.yaml")) == []
     text = (work / "phases.yaml").read_text().replace("- 'Init nccl begin'\n", "- 'Init nccl start'\n")
     (work / "phases.yaml").write_text(text)

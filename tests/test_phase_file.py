@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from phase_helpers import copy_phase_files
 
 from logsense.errors import RuleErrors
 from logsense.pipeline import run
@@ -46,7 +47,7 @@ LOG = """\
 
 def _pack(tmp_path: Path, phases_text: str, rules: list[dict]) -> Path:
     pack = tmp_path / "pack"
-    pack.mkdir()
+    copy_phase_files(pack)
     (pack / "phases.yaml").write_text(phases_text, encoding="utf-8")
     (pack / "rules.yaml").write_text(yaml.safe_dump({"rules": rules}, sort_keys=False), encoding="utf-8")
     return pack

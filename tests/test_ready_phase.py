@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+from phase_helpers import copy_phase_files, phase_files
 
 from logsense.commands import tail
 from logsense.diff import phase_rows
@@ -14,7 +15,7 @@ from logsense.pipeline import run
 from logsense.report import text as report_text
 from logsense.report.live import timeline
 from logsense.report.term import Terminal
-from logsense.rules import RuleSet, bundled_rules_dir, load_rules
+from logsense.rules import RuleSet, load_rules
 
 # a traceback the server survived: it is dropped once the server is ready, not a failure
 LOG = """\
@@ -30,11 +31,12 @@ LOG = """\
 @pytest.fixture
 def pack(tmp_path) -> Path:
     """The bundled phases with the ready phases named 'up' (SGLang's and vLLM's)."""
-    text = (bundled_rules_dir() / "phases.yaml").read_text(encoding="utf-8")
-    assert text.count("- phase: serving\n") == 2
     d = tmp_path / "pack"
-    d.mkdir()
-    (d / "phases.yaml").write_text(text.replace("- phase: serving\n", "- phase: up\n"), encoding="utf-8")
+    copy_phase_files(d)
+    files = phase_files(d)
+    assert sum(f.read_text(encoding="utf-8").count("- phase: serving\n") for f in files) == 3
+    for f in files:
+        f.write_text(f.read_text(encoding="utf-8").replace("- phase: serving\n", "- phase: up\n"), encoding="utf-8")
     (d / "rules.yaml").write_text("rules: []\n", encoding="utf-8")
     return d
 

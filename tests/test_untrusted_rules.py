@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from phase_helpers import copy_phase_files
 
-from conftest import ROOT, run_cli
+from conftest import run_cli
 
 PACK = """\
 rules:
@@ -29,7 +29,7 @@ rules:
 def pack(tmp_path) -> Path:
     d = tmp_path / "pack"
     d.mkdir()
-    shutil.copy(ROOT / "rules" / "phases.yaml", d / "phases.yaml")
+    copy_phase_files(d)
     (d / "bad.yaml").write_text(PACK)
     return d
 
@@ -122,7 +122,8 @@ def test_the_safe_yaml_loader_refuses_aliases_for_every_data_file(tmp_path, monk
 def test_a_catastrophic_phase_marker_times_out_and_is_reported(tmp_path):
     d = tmp_path / "pack"
     d.mkdir()
-    phases = (ROOT / "rules" / "phases.yaml").read_text()
+    copy_phase_files(d)
+    phases = (d / "phases.yaml").read_text()
     assert "markers: []" in phases
     (d / "phases.yaml").write_text(phases.replace("markers: []", "markers: ['(a+)+$']", 1))
     (d / "ok.yaml").write_text(PACK.replace("boom (a|aa)+$", "boom b"))

@@ -14,7 +14,7 @@ from logsense.rules import cache
 from logsense.rules.compile import CompiledRule, compile_rule
 from logsense.rules.loader import load_pack
 from logsense.rules.phases import PhaseKey, PhaseSpec, load_phases, phase_index, phase_names, unknown_phases
-from logsense.servers import plugin_rules
+from logsense.servers import NAMES, plugin_rules
 
 RuleKey = tuple[int, str, int]  # (rule index, "any" | "all" | "not", pattern index)
 
@@ -133,6 +133,44 @@ def bundled_phase_names() -> tuple[str, ...]:
     return phase_names(_cached_phases(path, display(path)))
 
 
+def _server_folder(root: Path) -> str | None:
+    """The server whose own folder `root` is (a plug-in's rules folder, or `<rules>/<server>/` beside a phase
+    file); None for any other path."""
+    if not root.is_dir():
+        return None
+    plugin = plugin_rules().get(root.resolve())
+    if plugin is not None:
+        return plugin
+    return root.name if root.name in NAMES and (root.parent / "phases.yaml").is_file() else None
+
+
+def _phase_sources(roots: list[Path]) -> tuple[Path | None, list[tuple[Path, str | None]]]:
+    """The phase file `roots` give (None: the bundled one), and each server's own markers file with the server
+    its markers are confined to: a plug-in's to itself, a bundled server's as its file says."""
+    base: Path | None = None
+    markers: list[tuple[Path, str | None]] = []
+    for root in roots:
+        server = _server_folder(root)
+        if server is not None:
+            markers.append((root / "phases.yaml", server if root.resolve() in plugin_rules() else None))
+        elif root.is_dir() and (root / "phases.yaml").is_file():
+            base = root / "phases.yaml"
+            markers += [(root / n / "phases.yaml", None) for n in NAMES if (root / n / "phases.yaml").is_file()]
+    if base is None:
+        bundled = bundled_rules_dir()
+        markers += [(bundled / n / "phases.yaml", None) for n in NAMES if (bundled / n / "phases.yaml").is_file()]
+    seen: set[Path] = set()
+    kept = []
+    for path, server in markers:
+        if path.is_file() and path.resolve() not in seen:
+            seen.add(path.resolve())
+            kept.append((path, server))
+    # a server's markers follow the phase file's, in the registry's order
+    order = {n: i for i, n in enumerate(NAMES)}
+    kept.sort(key=lambda m: order.get(_server_folder(m[0].parent) or "", len(order)))
+    return base, kept
+
+
 def pack_files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
@@ -163,36 +201,31 @@ def _load_rules(extra: list[str] | None, only: list[str] | None, strict: bool) -
                                              for r in roots if r.exists()):
         roots.append(verdict)  # whatever the cause rules, the fatal signals decide the verdict
     files = _rule_files(roots)
-    datas = _read_all(files) if files is not None else None
+    datas = _read_all([*files[0], *files[1]]) if files is not None else None
     kept = _cached_set(files, datas) if files is not None and datas is not None else None
     if kept is not None:
         return kept
     rs, errors = _parse_rules(roots)
     if errors and strict:
         raise RuleErrors(errors)
-    if datas is not None and not errors:
-        _store_set(datas, rs)
+    if files is not None and datas is not None and not errors:
+        _store_set(len(files[0]), datas, rs)
     return rs
 
 
-def _rule_files(roots: list[Path]) -> list[Path] | None:
-    """The phase file, then every pack file, that `_parse_rules` reads for `roots` (None: a root is missing)."""
-    packs: list[Path] = []
-    phases = None
-    plugins = plugin_rules()
-    for root in roots:
-        if not root.exists():
-            return None
-        if root.resolve() in plugins and (root / "phases.yaml").is_file():
-            return None  # a plug-in's markers join the phase file's: that set is read anew each time
-        if root.is_dir() and (root / "phases.yaml").is_file():
-            phases = root / "phases.yaml"
-        packs += pack_files(root)
-    if phases is None:
-        phases = bundled_rules_dir() / "phases.yaml"
-        if not phases.is_file():
-            return None
-    return [phases, *packs]
+def _rule_files(roots: list[Path]) -> tuple[list[Path], list[Path]] | None:
+    """The phase files (the phase file, then each server's markers), and every pack file, that `_parse_rules`
+    reads for `roots` (None: a root is missing, or a plug-in's markers join them: that set is read anew each
+    time)."""
+    if not all(root.exists() for root in roots):
+        return None
+    base, markers = _phase_sources(roots)
+    if any(server is not None for _, server in markers):
+        return None
+    base = base or bundled_rules_dir() / "phases.yaml"
+    if not base.is_file():
+        return None
+    return [base, *(m for m, _ in markers)], [p for root in roots for p in pack_files(root)]
 
 
 def _read_all(files: list[Path]) -> list[bytes] | None:
@@ -203,20 +236,21 @@ def _read_all(files: list[Path]) -> list[bytes] | None:
         return None
 
 
-def _set_name(datas: list[bytes]) -> str:
-    """The entry name of a whole rule set: the phase file's bytes, then each pack's, in load order."""
-    return cache.key("set", b"".join(len(d).to_bytes(8, "little") + d for d in datas))
+def _set_name(phase_files: int, datas: list[bytes]) -> str:
+    """The entry name of a whole rule set: how many phase files, their bytes, then each pack's, in load order."""
+    return cache.key("set", phase_files.to_bytes(8, "little")
+                     + b"".join(len(d).to_bytes(8, "little") + d for d in datas))
 
 
-def _cached_set(files: list[Path], datas: list[bytes]) -> RuleSet | None:
-    """The rule set these files (holding `datas`) gave before, its rules decoded when first used; None when it
-    is not kept."""
-    name = _set_name(datas)
+def _cached_set(files: tuple[list[Path], list[Path]], datas: list[bytes]) -> RuleSet | None:
+    """The rule set these phase files and packs (holding `datas`) gave before, its rules decoded when first
+    used; None when it is not kept."""
+    name = _set_name(len(files[0]), datas)
     entry = cache.load_set(name)
     if entry is None:
         return None
     phases, owners, ids, rules, tables, always = entry
-    packs, kept = files[1:], datas[1:]
+    packs, kept = files[1], datas[len(files[0]):]
     sources = [display(p) for p in packs]
     if any(type(i) is not int or not 0 <= i < len(sources) for i in owners):
         return None
@@ -247,13 +281,13 @@ def _rule_from_pack(path: Path, shown: str, rule_id: str, loaded: bytes) -> Comp
     return found
 
 
-def _store_set(datas: list[bytes], rs: RuleSet) -> None:
+def _store_set(phase_files: int, datas: list[bytes], rs: RuleSet) -> None:
     """Keep a rule set read without a problem, under its files' bytes."""
     owner = {shown: i for i, shown in enumerate(rs.sources)}
     if any(r.spec.path not in owner for r in rs.rules):
         return
     cs, ci = rs.index.tables
-    cache.store_set(_set_name(datas), rs.phases, [owner[r.spec.path] for r in rs.rules],
+    cache.store_set(_set_name(phase_files, datas), rs.phases, [owner[r.spec.path] for r in rs.rules],
                     [_placed(r, "") for r in rs.rules], (cs, ci), rs.index.always)
 
 
@@ -262,26 +296,10 @@ def _parse_rules(roots: list[Path]) -> tuple[RuleSet, list[RuleError]]:
     rules: list[CompiledRule] = []
     seen: dict[str, str] = {}
     sources = []
-    phases: list[PhaseSpec] | None = None
-    own_markers: list[PhaseSpec] = []  # plug-in servers' markers for the phase file's phases
-    plugins = plugin_rules()
     for root in roots:
         if not root.exists():
             errors.append(RuleError(str(root), None, "no such rule file or directory"))
             continue
-        phase_file = root / "phases.yaml" if root.is_dir() else None
-        server = plugins.get(root.resolve())
-        if server is not None and phase_file is not None and phase_file.is_file():
-            try:
-                own_markers += [p if p.server else p.replace(server=server)
-                                for p in _cached_phases(phase_file, display(phase_file))]
-            except RuleErrors as e:
-                errors.extend(e.errors)
-        elif phase_file is not None and phase_file.is_file():
-            try:
-                phases = _cached_phases(phase_file, display(phase_file))
-            except RuleErrors as e:
-                errors.extend(e.errors)
         for path in pack_files(root):
             shown = display(path)
             sources.append(shown)
@@ -294,9 +312,16 @@ def _parse_rules(roots: list[Path]) -> tuple[RuleSet, list[RuleError]]:
                     continue
                 seen[rule.id] = shown
                 rules.append(rule)
-    if phases is None:
-        bundled = bundled_rules_dir() / "phases.yaml"
-        phases = _cached_phases(bundled, display(bundled)) if bundled.is_file() else []
-    phases = phases + own_markers
+    base, markers = _phase_sources([r for r in roots if r.exists()])
+    base = base or bundled_rules_dir() / "phases.yaml"
+    phases: list[PhaseSpec] = []
+    for path, server in [(base, None), *markers]:
+        if path == base and not path.is_file():
+            continue
+        try:
+            phases += [p if p.server or server is None else p.replace(server=server)
+                       for p in _cached_phases(path, display(path))]
+        except RuleErrors as e:
+            errors.extend(e.errors)
     errors.extend(unknown_phases(rules, phase_names(phases)))
     return RuleSet(rules, phases, sources), errors

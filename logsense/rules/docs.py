@@ -23,7 +23,7 @@ _DOC_TABLES: tuple[tuple[str, tuple[tuple[str, dict[str, Field]], ...]], ...] = 
     ("A pack (`rules/**/*.yaml`)", (("", PACK_FIELDS), ("defaults.", DEFAULTS_FIELDS))),
     ("A rule (an item of `rules:`)", (("", RULE_FIELDS), ("match.", MATCH_FIELDS), ("fixes[].", FIX_FIELDS),
                                       ("examples.", EXAMPLE_FIELDS), ("examples.*[].", EXAMPLE_ITEM_FIELDS))),
-    ("A phase (an item of `phases:` in `rules/phases.yaml`)", (("", PHASE_FIELDS),)),
+    ("A phase (an item of `phases:` in `rules/phases.yaml` or a server's `rules/<server>/phases.yaml`)", (("", PHASE_FIELDS),)),
 )
 _TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "true/false", list: "list", dict: "mapping"}
 

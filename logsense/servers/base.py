@@ -66,5 +66,5 @@ class Server:
     glued_head: str | None = None  # a record of its log that a progress bar may have no newline before
     runs_on: tuple[str, ...] = ()
     # a plug-in's folder of rule packs (they fire only on its logs) and of `phases.yaml`, its own markers for
-    # the phase file's phases; a bundled server's packs are in rules/<name>/ and its markers in rules/phases.yaml
+    # the phase file's phases; a bundled server's packs and markers file are in rules/<name>/
     rules: Path | None = None  # servers whose packages it imports: a fix naming those is its own advice

@@ -20,6 +20,7 @@ from logsense.scan import DATED_LOOKBACK, Keep, last_dated, lines_found, search_
 from logsense.session import Item
 from logsense.sources import journald
 from logsense.sources.follow import Block, FileFollower, count_lines, last_line_offset
+from logsense.timeline import RESTART_PHASE
 
 SCAN_BYTES = 256 << 20  # how far back from a file's end its latest startup is looked for
 CATCH_UP_MIN = 1 << 20  # a backlog this big or bigger is read by blocks, its lines that no stage needs passed over
@@ -261,11 +262,11 @@ def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
     """Where a file's latest startup begins (its last server_args line), and the words for it."""
     if from_start or not os.path.exists(path):
         return 0, "from its start" if os.path.exists(path) else "waiting for it to appear"
-    spec = next((p for p in rules.phases if p.name == "server_args"), None)
-    literals = [lit for p in (spec.markers if spec else ()) if not p.icase for lit in p.literals or ()]
-    if spec is not None and literals:
+    markers = [m for p in rules.phases if p.name == RESTART_PHASE for m in p.markers]  # every server's
+    literals = [lit for p in markers if not p.icase for lit in p.literals or ()]
+    if markers and literals:
         def accept(text: str) -> bool:
-            return any(m.regex.search(r.message) for r in Normalizer().feed(0, text) for m in spec.markers)
+            return any(m.regex.search(r.message) for r in Normalizer().feed(0, text) for m in markers)
 
         off = last_line_offset(path, literals, accept, limit=SCAN_BYTES)
         if off is not None:
