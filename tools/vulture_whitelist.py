@@ -7,10 +7,6 @@ from types import SimpleNamespace
 
 _ = SimpleNamespace()
 
-# tail's views: the session's notes are dispatched by name, getattr(view, note.kind)(...)
-_.notice
-_.symptom
-_.unit_event
 # rich's Console calls it when stdout is a closed pipe
 _.on_broken_pipe
 # io.RawIOBase: BufferedReader calls readinto

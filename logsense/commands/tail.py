@@ -26,6 +26,7 @@ from logsense.commands.common import rules_from_options
 from logsense.errors import ExitCode, SourceError, UsageError, set_verdict
 from logsense.pipeline import Pipeline
 from logsense.report.console import console
+from logsense.report.view import TailView, show
 from logsense.rules import RuleSet
 from logsense.scan import keep_for
 from logsense.session import QUIET, Item, Note, Session
@@ -169,7 +170,7 @@ def _finish_unread(loop: _Loop) -> int:
 class _Loop:
     """Reads, feeds, shows, saves: the only part of tail that touches the clock and the input."""
 
-    def __init__(self, session: Session, source: Source, view, state, check, say, saved_line: int) -> None:
+    def __init__(self, session: Session, source: Source, view: TailView, state, check, say, saved_line: int) -> None:
         self.session, self.source, self.view, self.state = session, source, view, state
         self.check, self.say = check, say
         self.replay_to = saved_line if session.silent else None
@@ -244,7 +245,7 @@ class _Loop:
                 continue  # the loop runs it
             if n.kind in ("diagnosis", "verdict", "end") and self.state is not None:
                 self.save(force=True)
-            getattr(self.view, n.kind)(**n.fields)
+            show(self.view, n.kind, n.fields)
 
     def _notices(self) -> None:
         for text in self.source.notices:
@@ -277,7 +278,7 @@ def _on_term(_signum: int, _frame: object) -> None:
     raise _Terminated()
 
 
-def _view(fmt: str):
+def _view(fmt: str) -> TailView:
     if fmt == "jsonl":
         from logsense.report.jsonl import JsonlView
 

@@ -11,6 +11,7 @@ every line is a `Text`, never markup, with control sequences stripped.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from logsense.model import Diagnosis, Phase, Report, Status
 from logsense.normalize import clean
@@ -58,18 +59,17 @@ class LiveView:
         self.console.print(text)
         self.console.file.flush()
 
-    def begin(self, info: dict) -> None:
+    def begin(self, info: dict[str, Any], /) -> None:
         t = Text("following ", style="dim")
         t.append(clean(info.get("description", "")), style="bold")
         if info.get("start"):
             t.append(f", {clean(info['start'])}", style="dim")
         self._print(t)
 
-    def notice(self, text: str) -> None:
+    def notice(self, text: str, /) -> None:
         self._print(Text(clean(text), style="dim"))
 
-    def phase(self, name: str, since_start: float | None, line: int | None, at: str | None,  # noqa: ARG002 - a view method: tail calls every view with the same keywords
-              ready: bool = False) -> None:
+    def phase(self, name: str, since_start: float | None, line: int | None, _at: str | None, ready: bool, /) -> None:
         if ready:
             return  # the ready line that follows says it, with the timeline
         t = Text(f"{duration(since_start) if since_start is not None else '':>9}  ", style="dim")
@@ -79,31 +79,31 @@ class LiveView:
             t.append(f"  line {line}", style="dim")
         self._print(t)
 
-    def progress(self, phase: str | None, done: int, total: int) -> None:
+    def progress(self, _phase: str | None, _done: int, _total: int, /) -> None:
         pass  # shown in the status line; printed lines would drown the rest
 
-    def diagnosis(self, d: Diagnosis, line: int | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
+    def diagnosis(self, d: Diagnosis, _line: int | None, /) -> None:
         """A root cause that leads what is known of this startup: in full."""
         self._clear()
         report_text.render_diagnosis(self.console, d, principal=True)
         self.console.file.flush()
 
-    def symptom(self, d: Diagnosis, line: int | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
+    def symptom(self, d: Diagnosis, _line: int | None, /) -> None:
         """A symptom, or a root cause weaker than the one shown: one line; the verdict comes at the end."""
         self._clear()
         what = "symptom" if not d.root else f"also: [{d.cause}] sure {report_text.sureness(d.confidence)}"
         report_text.render_brief(self.console, d, f"{what} —")
         self.console.file.flush()
 
-    def ready(self, phases: tuple[Phase, ...], total: float | None) -> None:
+    def ready(self, phases: tuple[Phase, ...], total: float | None, /) -> None:
         self._print(timeline(phases, total))
 
-    def unit_event(self, kind: str, text: str, at: str | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
+    def unit_event(self, kind: str, text: str, _at: str | None, /) -> None:
         t = Text("■ unit stopped: " if kind == "stop" else "↻ unit started: ", style="bold yellow")
         t.append(clean(text))
         self._print(t)
 
-    def startup(self, why: str, text: str, at: str | None, index: int) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
+    def startup(self, why: str, _text: str, at: str | None, index: int, /) -> None:
         """A new startup: a separator, and its timeline begins again."""
         rule = "─" * 8
         t = Text(f"{rule} startup {index + 1}", style="bold")
@@ -113,7 +113,7 @@ class LiveView:
                  style="dim")
         self._print(t)
 
-    def timeout(self, after: float, phase: str | None, in_phase: float | None) -> None:
+    def timeout(self, after: float, phase: str | None, in_phase: float | None, /) -> None:
         t = Text(f"⧗ not ready after {duration(after)}", style="bold yellow")
         if phase:
             t.append(f"; in {phase}", style="yellow")
@@ -121,10 +121,10 @@ class LiveView:
                 t.append(f" for {duration(in_phase)}", style="yellow")
         self._print(t)
 
-    def end(self, reason: str, code: int, report: Report | None) -> None:  # noqa: ARG002 - a view method: tail calls every view with the same keywords
+    def end(self, _reason: str, _code: int, _report: Report | None, /) -> None:
         self._clear()  # the verdict was said when the startup was concluded
 
-    def verdict(self, report: Report, outcome: str, seconds: float | None) -> None:
+    def verdict(self, report: Report, outcome: str, seconds: float | None, /) -> None:
         """How a startup ended: failed (and why), ready, stopped, or not ready yet; then its phases."""
         head = Text()
         took = f" after {duration(seconds)}" if seconds is not None else ""
@@ -150,7 +150,7 @@ class LiveView:
     # -- the status line -----------------------------------------------------------------------
 
     def status(self, phase: str | None, in_phase: float | None, since_start: float | None,
-               progress: tuple[int, int] | None) -> None:
+               progress: tuple[int, int] | None, /) -> None:
         if not self.status_line:
             return
         t = Text("● ", style="cyan")
