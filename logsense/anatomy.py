@@ -6,11 +6,12 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from logsense import exception_line
 from logsense.framing import exception_lines, frame_lines, frame_location
 from logsense.model import Event, Value, _set
 
 ANATOMY_PATH = Path(__file__).parent / "data" / "anatomy.yaml"
-_EXCEPTION = re.compile(r"(?:\[rank\d+\]:\s*)?(?P<name>(?:[A-Za-z_]\w*\.)*(?P<short>[A-Z]\w*)):?(?:\s|$)")
+_EXCEPTION = re.compile(rf"(?:\[rank\d+\]:\s*)?(?P<name>{exception_line.MODULES}(?P<short>{exception_line.CLASS})):?(?:\s|$)")
 _VALIDATION = re.compile(r"validation errors? for (?P<model>\w+)")
 _FIELD = re.compile(r"(?P<field>[a-z][a-z0-9_]*)(?:\.\w+)*\s*$")
 

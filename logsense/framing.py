@@ -10,7 +10,7 @@ event that is open for their pid. Every record ends up in exactly one event.
 
 from __future__ import annotations
 
-from logsense import re_cache
+from logsense import exception_line, re_cache
 from logsense.memo import text_memo
 from logsense.model import Event, EventKind, Record
 
@@ -25,7 +25,7 @@ _FRAME = re_cache.compile(r'^\s*File "[^"]+", line \d+, in ')
 # What a paste puts where it cut frames out ("...", "[...]", "…"), and the ^^^ under a frame's code.
 _CUT = re_cache.compile(r"^\s*(?:\.{3,}|\[\.\.\.\]|…|\[…\]|[\^~]+)\s*$")
 # An exception line where indentation cannot tell it from code: a capitalised (dotted) name, then ": " or nothing.
-_EXCEPTION_NAME = re_cache.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s|:?$)")
+_EXCEPTION_NAME = re_cache.compile(rf"^{exception_line.NAME}(?::\s|:?$)")
 _CHAIN = re_cache.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)\s*$"

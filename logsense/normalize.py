@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
-from logsense import re_cache
+from logsense import exception_line, re_cache
 from logsense.linecut import cut_text
 from logsense.logtime import PLACEHOLDER_YEAR
 from logsense.memo import text_memo
@@ -32,7 +32,7 @@ _JOURNAL = re_cache.compile(
     r"|[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? [A-Za-z0-9+\-]+"  # short-full
     r") (?:(?P<host>[^\s\[\]:]+) )?"
     # an identifier without [pid] that looks like an exception class is log text, not a journal field
-    r"(?P<ident>(?![\w.]*(?:Error|Exception|Warning|Interrupt|Exit): )[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: "
+    rf"(?P<ident>(?![\w.]*(?:{exception_line.KIND}|Warning): )[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: "
 )
 _JOURNAL_META = re_cache.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
 
@@ -55,7 +55,7 @@ _PASTE_HEAD = re_cache.compile(
     "|".join(server.paste_heads for server in SERVERS) + r"|\[rank\d+\]:|\[\d+,\d+\]<std|\[pod/"
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d |[A-Za-z0-9][\w.]*[-_][\w.-]*\s+\| "
     r"|Traceback \(most recent call last\):|During handling of the above|The above exception was the direct"
-    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)(?::|$)"
+    rf"|{exception_line.TYPED_NAME}(?::|$)"
     r"|Fatal Python error: |Aborted|Killed$|Segmentation fault|usage: |\S+: error: "
 )
 # rsyslog writes control characters as "#ooo": ESC "#033", CR "#015".

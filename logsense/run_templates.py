@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, compress
 from typing import Any
 
+from logsense import exception_line
 from logsense.framing import chain_link, frame_location, is_traceback_head
 from logsense.model import Diagnosis, Event, Record
 from logsense.normalize import Normalizer
@@ -43,9 +44,7 @@ PLAIN = ("line", "error", "warning")  # kinds that neither open nor continue a t
 
 # The server_args dump is compared flag by flag in the facts, not as one huge template.
 _SKIP_PREFIXES = (*(h for s in SERVERS for h in s.dump_heads), "Namespace(")  # and any argparse dump
-_EXCEPTION = re.compile(
-    r"\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout|Abort)\b:?(?:\s|$)"
-)
+_EXCEPTION = re.compile(rf"\s*{exception_line.TYPED_NAME}\b:?(?:\s|$)")
 _ERROR = re.compile(
     r"\b(?:ERROR|CRITICAL|FATAL|[Ee]rror|[Ff]ailed|FAILED|[Ff]ailure|[Ff]atal|[Ee]xception|[Kk]illed|"
     r"Abort(?:ed)?|[Ss]egmentation fault|core dumped|sigquit|SIGQUIT|is dead|[Tt]imed out)\b"
