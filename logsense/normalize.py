@@ -131,6 +131,20 @@ def _journal_time(ts: str) -> str | None:
 _journal_times = text_memo(_journal_time, 64)  # the ranks of a server print many lines a second
 
 
+def journal_message(entry: dict) -> str | None:
+    """A journal entry's MESSAGE as text: journalctl gives it as a string, or as a list of bytes when it is not
+    valid UTF-8; None when the entry has none (journalctl leaves out a message over 4096 bytes without --all)."""
+    m = entry.get("MESSAGE")
+    if m is None or isinstance(m, str):
+        return m
+    if isinstance(m, list):
+        try:
+            return bytes(int(b) & 0xFF for b in m).decode("utf-8", "replace")
+        except (TypeError, ValueError):
+            return ""
+    return str(m)
+
+
 class Normalizer:
     """Stateful per input: remembers the journal prefix width to join continuation lines."""
 
@@ -232,16 +246,9 @@ class Normalizer:
         return list(self._from_json(line_no, None, entry))
 
     def _from_json(self, line_no: int, raw: str | None, entry: dict) -> Iterator[Record]:
-        message = entry.get("MESSAGE")
-        if isinstance(message, list):
-            try:
-                message = bytes(int(b) & 0xFF for b in message).decode("utf-8", "replace")
-            except (TypeError, ValueError):
-                message = ""
-        elif message is None:
+        message = journal_message(entry)
+        if message is None:
             message = "[message not shown: over 4096 bytes; use journalctl --all]"
-        elif not isinstance(message, str):
-            message = str(message)
         ts = entry.get("__REALTIME_TIMESTAMP")
         time = None
         if isinstance(ts, str) and ts.isdigit():

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import subprocess
 
 from logsense.errors import SourceError, UsageError
+from logsense.normalize import journal_message
 
 BACKEND_ENV = "LOGSENSE_JOURNAL_BACKEND"
 BACKENDS = ("auto", "systemd", "journalctl")
@@ -93,13 +94,8 @@ def invocation(entry: dict) -> str | None:
 
 
 def message(entry: dict) -> str:
-    m = entry.get("MESSAGE")
-    if isinstance(m, list):
-        try:
-            return bytes(int(b) & 0xFF for b in m).decode("utf-8", "replace")
-        except (TypeError, ValueError):
-            return ""
-    return m if isinstance(m, str) else ""
+    """A journal entry's MESSAGE as text ("" when it has none)."""
+    return journal_message(entry) or ""
 
 
 def entry_epoch(entry: dict) -> float | None:
