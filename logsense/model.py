@@ -428,3 +428,32 @@ class Report(Value):
             "facts": {k: v for k, v in self.facts.items() if not k.startswith("arg_")},
             "lines": self.lines,
         }
+
+
+class Item(Value):
+    """What a source read: the records of one line or journal entry, and systemd's word about the unit."""
+
+    __slots__ = ("records", "life", "text", "at", "run", "where")
+    records: tuple[Record, ...]
+    life: str | None  # "start" | "stop" when systemd says the unit starts or stops
+    text: str  # systemd's message, for start and stop
+    at: str | None  # when it was said
+    run: str | None  # the invocation id, when the source knows it
+    where: dict | None  # the source's position where it begins (--resume)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:  # where it begins is the source's bookkeeping, not what was read
+            return bool(self._values(self)[:5] == self._values(other)[:5])
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values(self)[:5])
+
+    def __init__(self, records: tuple[Record, ...] = (), life: str | None = None, text: str = "",
+                 at: str | None = None, run: str | None = None, where: dict | None = None) -> None:
+        _set(self, "records", records)
+        _set(self, "life", life)
+        _set(self, "text", text)
+        _set(self, "at", at)
+        _set(self, "run", run)
+        _set(self, "where", where)

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from logsense.errors import ExitCode
 from logsense.logtime import YEARLESS, TimesSeen, parse_time
-from logsense.model import Diagnosis, Record, Report, Status, UpdateKind, Value, _set
+from logsense.model import Diagnosis, Item, Record, Report, Status, UpdateKind, Value, _set
 from logsense.normalize import in_year
 from logsense.rules import RuleSet
 from logsense.timeline import RESTART_AFTER, RESTART_PHASE
@@ -50,35 +50,6 @@ class Outcome(str, Enum):
 
 EXIT = {Outcome.READY: int(ExitCode.OK), Outcome.FAILED: int(ExitCode.FAILURE), Outcome.STOPPED: int(ExitCode.FAILURE),
         Outcome.INCOMPLETE: int(ExitCode.TIMEOUT), Outcome.NOT_ANSWERING: int(ExitCode.NOT_ANSWERING)}
-
-
-class Item(Value):
-    """What a source read: the records of one line or journal entry, and systemd's word about the unit."""
-
-    __slots__ = ("records", "life", "text", "at", "run", "where")
-    records: tuple[Record, ...]
-    life: str | None  # "start" | "stop" when systemd says the unit starts or stops
-    text: str  # systemd's message, for start and stop
-    at: str | None  # when it was said
-    run: str | None  # the invocation id, when the source knows it
-    where: dict | None  # the source's position where it begins (--resume)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:  # where it begins is the source's bookkeeping, not what was read
-            return bool(self._values(self)[:5] == self._values(other)[:5])
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values(self)[:5])
-
-    def __init__(self, records: tuple[Record, ...] = (), life: str | None = None, text: str = "",
-                 at: str | None = None, run: str | None = None, where: dict | None = None) -> None:
-        _set(self, "records", records)
-        _set(self, "life", life)
-        _set(self, "text", text)
-        _set(self, "at", at)
-        _set(self, "run", run)
-        _set(self, "where", where)
 
 
 class Passable(Protocol):

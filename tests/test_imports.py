@@ -137,3 +137,15 @@ def test_only_the_reports_draw_on_the_terminal():
             if any(m == "rich" or m.startswith("rich.") for m in mods):
                 drawing.add(name)
     assert sorted(m for m in drawing if not m.startswith("logsense.report")) == []
+
+
+def test_the_sources_and_the_commands_keep_to_their_layers():
+    """A source reads lines (it knows no tail session and no command); a command imports no other command."""
+    graph = import_graph()
+    for name, imported in graph.items():
+        if name.startswith("logsense.sources"):
+            above = {m for m in imported if m == "logsense.session" or m.startswith("logsense.commands")}
+            assert not above, f"{name} imports {sorted(above)}"
+        if name.startswith("logsense.commands.") and name != "logsense.commands.common":
+            others = {m for m in imported if m.startswith("logsense.commands.") and m != "logsense.commands.common"}
+            assert not others, f"{name} imports {sorted(others)}"

@@ -11,8 +11,7 @@ import pytest
 
 from conftest import ROOT
 from logsense.analysis import analyze_path
-from logsense.commands.common import rules_from_options
-from logsense.commands.tail import WallClock, analysis_factory
+from logsense.commands.common import WallClock, analysis_factory, rules_from_options
 from logsense.scan import keep_for
 from logsense.session import Session
 from logsense.sources import stream

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from journal_helpers import FA_IMPORT, SERVICE, T0, oom_tail, ready_tail, rule_pack, sglang, startup
 
-from logsense.commands.tail import analysis_factory
+from logsense.commands.common import analysis_factory
+from logsense.model import Item
 from logsense.normalize import Normalizer
 from logsense.rules import load_rules
-from logsense.session import LINGER, QUIET, Item, Session
+from logsense.session import LINGER, QUIET, Session
 from logsense.sources.stream import systemd_word
 
 

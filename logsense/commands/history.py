@@ -12,8 +12,7 @@ import json
 import sys
 from typing import Any
 
-from logsense.commands.common import rules_from_options
-from logsense.commands.tail import WallClock, analysis_factory, source_kind
+from logsense.commands.common import WallClock, analysis_factory, rules_from_options, source_kind
 from logsense.normalize import shown_time
 from logsense.report.console import console
 from logsense.scan import keep_for

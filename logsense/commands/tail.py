@@ -18,45 +18,23 @@ import stat
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
 
 from logsense import resume as resume_state
-from logsense.analysis import analysis_pipeline
-from logsense.commands.common import rules_from_options
+from logsense.commands.common import WallClock, analysis_factory, rules_from_options, source_kind
 from logsense.errors import ExitCode, SourceError, UsageError, set_verdict
-from logsense.pipeline import Pipeline
+from logsense.model import Item
 from logsense.report.console import console
 from logsense.report.view import TailView, show
-from logsense.rules import RuleSet
 from logsense.scan import keep_for
-from logsense.session import QUIET, Item, Note, Session
+from logsense.session import QUIET, Note, Session
 from logsense.sources import journald
 from logsense.sources.stream import FileSource, Gap, JournalItems, Source
 
 TICK = 0.25  # seconds between redraws of the status line
-_FILE_SUFFIXES = (".log", ".txt", ".out", ".err", ".gz")
 
 
 class _Terminated(Exception):
     """SIGTERM: stop like Ctrl-C, saving the state."""
-
-
-class WallClock:
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def time(self) -> float:
-        return time.time()
-
-
-def analysis_factory(rules: RuleSet, classifier: bool = True, baseline: str | None = None) -> Callable[[], Pipeline]:
-    """A new analysis pipeline per startup, built as `analyze` builds it (rules, classifier, --baseline)."""
-
-    def new() -> Pipeline:
-        return analysis_pipeline(rules, classifier=classifier, baseline=baseline)
-
-    new()  # a broken model or baseline is an error now, before anything is shown
-    return new
 
 
 def main(
@@ -286,35 +264,6 @@ def _view(fmt: str) -> TailView:
     from logsense.report.live import LiveView
 
     return LiveView(console())
-
-
-def source_kind(target: str | None, unit: str | None, files: list[str], directory: str | None,
-                journal_options: object, command: str) -> str:
-    """'journal' or 'file': what `logsense tail|history TARGET` reads, or a UsageError saying why neither."""
-    kind = "journal" if unit or files or directory or not _looks_like_path(target) else "file"
-    if target is None and kind == "journal" and not (files or directory):
-        raise UsageError(f"give a systemd unit or a log file: logsense {command} UNIT | FILE")
-    if kind == "file" and journal_options:
-        raise UsageError("--since, --until and --boot read the journal; for a file use --from-start")
-    if kind == "file" and target is not None and _is_stream(target):
-        raise UsageError(f"{target}: a pipe or a device, not a file: `logsense {command}` reads files and journals "
-                         "from a place it can return to; for piped lines use `logsense analyze -`")
-    return kind
-
-
-def _is_stream(path: str) -> bool:
-    """A pipe, FIFO, socket or device: something read once, with no place to seek back to."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False  # missing: the source says so in its own words
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def _looks_like_path(target: str | None) -> bool:
-    if target is None:
-        return False
-    return "/" in target or os.path.exists(target) or target.endswith(_FILE_SUFFIXES)
 
 
 class _Say:

@@ -77,10 +77,14 @@ def lifecycle(entry: dict, names: tuple[str, ...]) -> str | None:
         return "start"
     if mid in _STOPS:
         return "stop"
-    msg = message(entry)
-    if _START_TEXT.match(msg):
+    return unit_word(message(entry))
+
+
+def unit_word(text: str) -> str | None:
+    """'start' | 'stop' when systemd's message about a unit says it starts or stops."""
+    if _START_TEXT.match(text):
         return "start"
-    if _STOP_TEXT.search(msg):
+    if _STOP_TEXT.search(text):
         return "stop"
     return None
 

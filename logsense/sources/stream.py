@@ -14,10 +14,9 @@ from datetime import datetime, timezone
 from typing import Protocol
 
 from logsense.errors import UsageError
-from logsense.model import Record
+from logsense.model import Item, Record
 from logsense.normalize import Normalizer
 from logsense.scan import DATED_LOOKBACK, Keep, last_dated, lines_found, search_backend
-from logsense.session import Item
 from logsense.sources import journald
 from logsense.sources.follow import Block, FileFollower, count_lines, last_line_offset
 from logsense.timeline import RESTART_PHASE
@@ -60,11 +59,7 @@ def systemd_word(rec: Record) -> str | None:
     """'start' | 'stop' when a line of a file is systemd's own about a unit."""
     if rec.ident != "systemd" and rec.pid != "1":
         return None
-    if journald._START_TEXT.match(rec.message):
-        return "start"
-    if journald._STOP_TEXT.search(rec.message):
-        return "stop"
-    return None
+    return journald.unit_word(rec.message)
 
 
 class FileSource:
