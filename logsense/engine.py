@@ -11,6 +11,7 @@ from logsense import fixes as fixes_mod
 from logsense.framing import exception_lines, frame_lines
 from logsense.memo import text_memo
 from logsense.model import (
+    MEDIUM_SURE,
     UNKNOWN,
     Diagnosis,
     Event,
@@ -31,7 +32,7 @@ from logsense.taxonomy import title as cause_title
 MAX_EVIDENCE = 6
 KEEP = 16  # events whose matches are kept per cause (per rule for a symptom); later ones are counted
 UNKNOWN_CONFIDENCE = 0.3
-EXPERIMENTAL_CONFIDENCE = 0.55  # an experimental rule's most: "low" sure (report.text.sureness)
+EXPERIMENTAL_CONFIDENCE = round(MEDIUM_SURE - 0.05, 2)  # an experimental rule is said "low" sure at most
 
 
 class _Hits:

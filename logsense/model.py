@@ -12,6 +12,17 @@ from logsense.logtime import seconds_between
 UNKNOWN = "unknown"
 # The label (and the classifier's class) of a startup that did not fail.
 HEALTHY = "healthy"
+# A diagnosis's confidence from which it is said "medium" and "high" sure (below: "low").
+MEDIUM_SURE, HIGH_SURE = 0.6, 0.85
+
+
+def sureness(confidence: float) -> str:
+    """How sure a confidence is said to be: "high", "medium" or "low"."""
+    if confidence >= HIGH_SURE:
+        return "high"
+    if confidence >= MEDIUM_SURE:
+        return "medium"
+    return "low"
 
 
 class StrEnum(str, Enum):

@@ -6,17 +6,9 @@ cleans control sequences out of every piece before it is written.
 
 from __future__ import annotations
 
-from logsense.model import UNKNOWN, Diagnosis, Origin, Report, Role, RuleProblem, Status
+from logsense.model import UNKNOWN, Diagnosis, Origin, Report, Role, RuleProblem, Status, sureness
 from logsense.normalize import clean
 from logsense.report.term import Terminal, Text
-
-
-def sureness(confidence: float) -> str:
-    if confidence >= 0.85:
-        return "high"
-    if confidence >= 0.6:
-        return "medium"
-    return "low"
 
 
 def duration(seconds: float | None) -> str:
