@@ -301,3 +301,23 @@ def test_two_tails_on_one_resume_state_the_second_is_refused(tmp_path, pack):
         first.wait(timeout=30)
     after = subprocess.run(cmd + ["--no-follow"], capture_output=True, text=True, timeout=60)
     assert after.returncode != 2, after.stderr  # the lock went with the first process
+
+
+def _vllm_start(pid: int, minute: int) -> list[str]:
+    at = f"INFO 05-07 20:{minute:02d}:00"
+    return [f"(APIServer pid={pid}) {at} [api_server.py:1805] vLLM API server version 0.10.1.1",
+            f"(APIServer pid={pid}) {at} [utils.py:326] non-default args: {{'model': 'Qwen/Qwen3-8B'}}",
+            f"(EngineCore_DP0 pid={pid + 1}) {at} [gpu_model_runner.py:1953] Starting to load model Qwen/Qwen3-8B..."]
+
+
+@pytest.mark.parametrize("starts, where, first", [(1, "from its start (its only startup)", 1),
+                                                  (2, "from the latest startup", 4)])
+def test_a_startup_that_says_its_arguments_in_two_lines_is_one_startup(tmp_path, capsys, starts, where, first):
+    """vLLM gives its version and then its non-default args, both server_args lines: tail reads the latest
+    startup from the first of them, and a file holding one startup from its top."""
+    p = tmp_path / "vllm.log"
+    p.write_text("\n".join(line for i in range(starts) for line in _vllm_start(10 * i + 1, 10 * i)) + "\n")
+    tail.main(fmt="jsonl", target=str(p), follow=False)
+    events = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert events[0]["start"] == where
+    assert next(e["line"] for e in events if e["event"] == "phase") == first

@@ -19,7 +19,7 @@ from logsense.normalize import Normalizer
 from logsense.scan import DATED_LOOKBACK, Keep, last_dated, lines_found, search_backend
 from logsense.sources import journald
 from logsense.sources.follow import Block, FileFollower, count_lines, last_line_offset
-from logsense.timeline import RESTART_PHASE
+from logsense.timeline import RESTART_AFTER, RESTART_PHASE
 
 SCAN_BYTES = 256 << 20  # how far back from a file's end its latest startup is looked for
 CATCH_UP_MIN = 1 << 20  # a backlog this big or bigger is read by blocks, its lines that no stage needs passed over
@@ -254,27 +254,68 @@ def _journal_json(path: str, offset: int) -> bool:
 
 
 def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
-    """Where a file's latest startup begins (its last server_args line), and the words for it."""
+    """Where a file's latest startup begins (its first server_args line), and the words for it."""
     if from_start or not os.path.exists(path):
         return 0, "from its start" if os.path.exists(path) else "waiting for it to appear"
-    markers = [m for p in rules.phases if p.name == RESTART_PHASE for m in p.markers]  # every server's
-    literals = [lit for p in markers if not p.icase for lit in p.literals or ()]
-    if markers and literals:
-        def accept(text: str) -> bool:
-            return any(m.regex.search(r.message) for r in Normalizer().feed(0, text) for m in markers)
-
-        off = last_line_offset(path, literals, accept, limit=SCAN_BYTES)
-        if off is not None:
-            # the only startup in the file: what came before its server_args (the unit's start, an import's
-            # warning) is its own, so it is read from the top, as analyze and history read it
-            if off and os.path.getsize(path) <= SCAN_BYTES \
-                    and last_line_offset(path, literals, accept, limit=SCAN_BYTES, before=off) is None:
-                return 0, "from its start (its only startup)"
-            return off, "from the latest startup"
+    order = {name: i for i, name in enumerate(rules.phase_names)}
+    starts = _Markers([m for p in rules.phases if p.name == RESTART_PHASE for m in p.markers])  # every server's
+    later = _Markers([m for p in rules.phases if order.get(p.name, 0) >= order.get(RESTART_AFTER, len(order))
+                      and not p.stop for m in p.markers])
+    off = last_line_offset(path, starts.literals, starts.accept, limit=SCAN_BYTES) if starts.literals else None
+    if off is not None:
+        seen = {starts.which(_line_at(path, off))}
+        while off:
+            before = last_line_offset(path, starts.literals, starts.accept, limit=SCAN_BYTES, before=off)
+            if before is None:
+                # the only startup in the file: what came before its server_args (the unit's start, an import's
+                # warning) is its own, so it is read from the top, as analyze and history read it
+                if os.path.getsize(path) <= SCAN_BYTES:
+                    return 0, "from its start (its only startup)"
+                break
+            # a server says its arguments in more than one line (vLLM: its version, then its non-default args):
+            # an earlier line is the same start when it is another of them and no weights began loading since
+            marker = starts.which(_line_at(path, before))
+            if marker is None or marker in seen or (later.literals and last_line_offset(
+                    path, later.literals, later.accept, limit=off - before, before=off) is not None):
+                break
+            seen.add(marker)
+            off = before
+        if off == 0:
+            return 0, "from its start (its only startup)"
+        return off, "from the latest startup"
     size = os.path.getsize(path)
     if size > SCAN_BYTES:
         return size - SCAN_BYTES, f"from its last {SCAN_BYTES >> 20} MiB (no startup marker in them)"
     return 0, "from its start (no startup marker in it)"
+
+
+def _line_at(path: str, offset: int) -> str:
+    """The text of the line of `path` that starts at `offset` (its first MiB)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.readline(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+class _Markers:
+    """Phase markers as the backward line search takes them: their literals, and a test of one line's text."""
+
+    def __init__(self, markers: list) -> None:
+        self.markers = markers
+        self.literals = [lit for p in markers if not p.icase for lit in p.literals or ()]
+
+    def which(self, text: str) -> int | None:
+        """The index of the first marker one line's text hits, or None."""
+        for r in Normalizer().feed(0, text):
+            for i, m in enumerate(self.markers):
+                if m.regex.search(r.message):
+                    return i
+        return None
+
+    def accept(self, text: str) -> bool:
+        return self.which(text) is not None
 
 
 class JournalItems:
