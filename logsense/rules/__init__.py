@@ -133,42 +133,38 @@ def bundled_phase_names() -> tuple[str, ...]:
     return phase_names(_cached_phases(path, display(path)))
 
 
-def _server_folder(root: Path) -> str | None:
-    """The server whose own folder `root` is (a plug-in's rules folder, or `<rules>/<server>/` beside a phase
-    file); None for any other path."""
-    if not root.is_dir():
-        return None
-    plugin = plugin_rules().get(root.resolve())
-    if plugin is not None:
-        return plugin
-    return root.name if root.name in NAMES and (root.parent / "phases.yaml").is_file() else None
+PhaseSources = tuple[Path | None, list[tuple[Path, str | None]]]
 
 
-def _phase_sources(roots: list[Path]) -> tuple[Path | None, list[tuple[Path, str | None]]]:
+def _phase_sources(roots: list[Path]) -> PhaseSources:
     """The phase file `roots` give (None: the bundled one), and each server's own markers file with the server
-    its markers are confined to: a plug-in's to itself, a bundled server's as its file says."""
-    base: Path | None = None
-    markers: list[tuple[Path, str | None]] = []
-    for root in roots:
-        server = _server_folder(root)
-        if server is not None:
-            markers.append((root / "phases.yaml", server if root.resolve() in plugin_rules() else None))
-        elif root.is_dir() and (root / "phases.yaml").is_file():
-            base = root / "phases.yaml"
-            markers += [(root / n / "phases.yaml", None) for n in NAMES if (root / n / "phases.yaml").is_file()]
-    if base is None:
-        bundled = bundled_rules_dir()
-        markers += [(bundled / n / "phases.yaml", None) for n in NAMES if (bundled / n / "phases.yaml").is_file()]
-    seen: set[Path] = set()
-    kept = []
-    for path, server in markers:
-        if path.is_file() and path.resolve() not in seen:
-            seen.add(path.resolve())
-            kept.append((path, server))
-    # a server's markers follow the phase file's, in the registry's order
+    its markers are confined to (a plug-in's to itself; a bundled server's as its file says), in the registry's
+    order."""
+    plugins = plugin_rules()
     order = {n: i for i, n in enumerate(NAMES)}
-    kept.sort(key=lambda m: order.get(_server_folder(m[0].parent) or "", len(order)))
-    return base, kept
+    base: Path | None = None
+    found: dict[Path, tuple[int, Path, str | None]] = {}  # each file once: (its server's place, path, confined to)
+
+    def add(path: Path, server: str, confined: str | None) -> None:
+        if path.is_file():
+            found.setdefault(path.resolve(), (order.get(server, len(order)), path, confined))
+
+    for root in roots:
+        if not root.is_dir():
+            continue
+        plugin = plugins.get(root.resolve())
+        if plugin is not None:
+            add(root / "phases.yaml", plugin, plugin)
+        elif root.name in NAMES and (root.parent / "phases.yaml").is_file():
+            add(root / "phases.yaml", root.name, None)  # a bundled server's folder given alone
+        elif (root / "phases.yaml").is_file():
+            base = root / "phases.yaml"
+            for name in NAMES:
+                add(root / name / "phases.yaml", name, None)
+    if base is None:
+        for name in NAMES:
+            add(bundled_rules_dir() / name / "phases.yaml", name, None)
+    return base, [(path, confined) for _, path, confined in sorted(found.values(), key=lambda f: f[0])]
 
 
 def pack_files(root: Path) -> list[Path]:
@@ -200,12 +196,13 @@ def _load_rules(extra: list[str] | None, only: list[str] | None, strict: bool) -
     if only and verdict.is_file() and not any(r.resolve() == verdict.resolve() or r.resolve() in verdict.resolve().parents
                                              for r in roots if r.exists()):
         roots.append(verdict)  # whatever the cause rules, the fatal signals decide the verdict
-    files = _rule_files(roots)
+    phase_sources = _phase_sources([r for r in roots if r.exists()])
+    files = _rule_files(roots, phase_sources)
     datas = _read_all([*files[0], *files[1]]) if files is not None else None
     kept = _cached_set(files, datas) if files is not None and datas is not None else None
     if kept is not None:
         return kept
-    rs, errors = _parse_rules(roots)
+    rs, errors = _parse_rules(roots, phase_sources)
     if errors and strict:
         raise RuleErrors(errors)
     if files is not None and datas is not None and not errors:
@@ -213,13 +210,13 @@ def _load_rules(extra: list[str] | None, only: list[str] | None, strict: bool) -
     return rs
 
 
-def _rule_files(roots: list[Path]) -> tuple[list[Path], list[Path]] | None:
+def _rule_files(roots: list[Path], phase_sources: PhaseSources) -> tuple[list[Path], list[Path]] | None:
     """The phase files (the phase file, then each server's markers), and every pack file, that `_parse_rules`
     reads for `roots` (None: a root is missing, or a plug-in's markers join them: that set is read anew each
     time)."""
     if not all(root.exists() for root in roots):
         return None
-    base, markers = _phase_sources(roots)
+    base, markers = phase_sources
     if any(server is not None for _, server in markers):
         return None
     base = base or bundled_rules_dir() / "phases.yaml"
@@ -291,7 +288,7 @@ def _store_set(phase_files: int, datas: list[bytes], rs: RuleSet) -> None:
                     [_placed(r, "") for r in rs.rules], (cs, ci), rs.index.always)
 
 
-def _parse_rules(roots: list[Path]) -> tuple[RuleSet, list[RuleError]]:
+def _parse_rules(roots: list[Path], phase_sources: PhaseSources) -> tuple[RuleSet, list[RuleError]]:
     errors: list[RuleError] = []
     rules: list[CompiledRule] = []
     seen: dict[str, str] = {}
@@ -312,12 +309,10 @@ def _parse_rules(roots: list[Path]) -> tuple[RuleSet, list[RuleError]]:
                     continue
                 seen[rule.id] = shown
                 rules.append(rule)
-    base, markers = _phase_sources([r for r in roots if r.exists()])
+    base, markers = phase_sources
     base = base or bundled_rules_dir() / "phases.yaml"
     phases: list[PhaseSpec] = []
-    for path, server in [(base, None), *markers]:
-        if path == base and not path.is_file():
-            continue
+    for path, server in [(base, None)] * base.is_file() + markers:
         try:
             phases += [p if p.server or server is None else p.replace(server=server)
                        for p in _cached_phases(path, display(path))]
