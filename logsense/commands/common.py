@@ -7,11 +7,13 @@ import os
 import stat
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from logsense.analysis import analysis_pipeline
 from logsense.errors import UsageError
-from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet, load_rules
+
+if TYPE_CHECKING:
+    from logsense.pipeline import Pipeline
 
 _FILE_SUFFIXES = (".log", ".txt", ".out", ".err", ".gz")
 
@@ -35,6 +37,8 @@ class WallClock:
 
 def analysis_factory(rules: RuleSet, classifier: bool = True, baseline: str | None = None) -> Callable[[], Pipeline]:
     """A new analysis pipeline per startup, built as `analyze` builds it (rules, classifier, --baseline)."""
+    # imported here: the commands that only list or check rules never build a pipeline
+    from logsense.analysis import analysis_pipeline
 
     def new() -> Pipeline:
         return analysis_pipeline(rules, classifier=classifier, baseline=baseline)
