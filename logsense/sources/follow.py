@@ -411,7 +411,15 @@ class FileFollower:
 def last_line_offset(path: str, literals: list[str], accept, limit: int = 256 << 20,
                      before: int | None = None) -> int | None:
     """The byte offset of the last line holding one of `literals` for which accept(text) is true (of those that
-    start before byte `before`, when given).
+    start before byte `before`, when given); None when there is no such line."""
+    found = last_line(path, literals, accept, limit, before)
+    return found[0] if found is not None else None
+
+
+def last_line(path: str, literals: list[str], accept, limit: int = 256 << 20,
+              before: int | None = None) -> tuple[int, str] | None:
+    """The byte offset and the text of the last line holding one of `literals` for which accept(text) is true
+    (of those that start before byte `before`, when given).
 
     Reads the file backwards in blocks (at most `limit` bytes), so the latest startup in a big
     log is found without reading the whole file. None when there is no such line.
@@ -441,7 +449,7 @@ def last_line_offset(path: str, literals: list[str], accept, limit: int = 256 <<
             body = block[cut:]
             hit = _last_hit(body, encoded, accept, codec, start + cut)
             if hit is not None:
-                return start + cut + hit
+                return start + cut + hit[0], hit[1]
             carry = block[:cut]
             pos = start
         return None
@@ -449,21 +457,22 @@ def last_line_offset(path: str, literals: list[str], accept, limit: int = 256 <<
         os.close(fd)
 
 
-def _last_hit(body: bytes, literals: list[bytes], accept, codec: TextCodec, at: int) -> int | None:
-    """Where the last line of `body` (whole lines, at file offset `at`) holding a literal and accepted starts."""
-    best = None
+def _last_hit(body: bytes, literals: list[bytes], accept, codec: TextCodec, at: int) -> tuple[int, str] | None:
+    """Where the last line of `body` (whole lines, at file offset `at`) holding a literal and accepted starts,
+    and its text."""
+    best: tuple[int, str] | None = None
     step = len(codec.newline)
     for lit in literals:
         i = body.rfind(lit)
         while i >= 0:
             ls = codec.rfind_newline(body, i, at)
             ls = ls + step if ls >= 0 else 0
-            if best is not None and ls <= best:
+            if best is not None and ls <= best[0]:
                 break
             le = codec.find_newline(body, i, at)
             text = codec.decode(body[ls : le if le >= 0 else len(body)], first=at + ls == 0)
             if accept(text):
-                best = ls
+                best = (ls, text)
                 break
             i = body.rfind(lit, 0, ls)
     return best

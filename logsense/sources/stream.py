@@ -18,7 +18,7 @@ from logsense.model import Item, Record
 from logsense.normalize import Normalizer
 from logsense.scan import DATED_LOOKBACK, Keep, last_dated, lines_found, search_backend
 from logsense.sources import journald
-from logsense.sources.follow import Block, FileFollower, count_lines, last_line_offset
+from logsense.sources.follow import Block, FileFollower, count_lines, last_line, last_line_offset
 from logsense.timeline import RESTART_AFTER, RESTART_PHASE
 
 SCAN_BYTES = 256 << 20  # how far back from a file's end its latest startup is looked for
@@ -261,12 +261,12 @@ def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
     starts = _Markers([m for p in rules.phases if p.name == RESTART_PHASE for m in p.markers])  # every server's
     later = _Markers([m for p in rules.phases if order.get(p.name, 0) >= order.get(RESTART_AFTER, len(order))
                       and not p.stop for m in p.markers])
-    off = last_line_offset(path, starts.literals, starts.accept, limit=SCAN_BYTES) if starts.literals else None
-    if off is not None:
-        seen = {starts.which(_line_at(path, off))}
+    found = last_line(path, starts.literals, starts.accept, limit=SCAN_BYTES) if starts.literals else None
+    if found is not None:
+        off, seen = found[0], {starts.which(found[1])}
         while off:
-            before = last_line_offset(path, starts.literals, starts.accept, limit=SCAN_BYTES, before=off)
-            if before is None:
+            earlier = last_line(path, starts.literals, starts.accept, limit=SCAN_BYTES, before=off)
+            if earlier is None:
                 # the only startup in the file: what came before its server_args (the unit's start, an import's
                 # warning) is its own, so it is read from the top, as analyze and history read it
                 if os.path.getsize(path) <= SCAN_BYTES:
@@ -274,12 +274,12 @@ def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
                 break
             # a server says its arguments in more than one line (vLLM: its version, then its non-default args):
             # an earlier line is the same start when it is another of them and no weights began loading since
-            marker = starts.which(_line_at(path, before))
+            marker = starts.which(earlier[1])
             if marker is None or marker in seen or (later.literals and last_line_offset(
-                    path, later.literals, later.accept, limit=off - before, before=off) is not None):
+                    path, later.literals, later.accept, limit=off - earlier[0], before=off) is not None):
                 break
             seen.add(marker)
-            off = before
+            off = earlier[0]
         if off == 0:
             return 0, "from its start (its only startup)"
         return off, "from the latest startup"
@@ -287,16 +287,6 @@ def _file_start(path: str, rules, from_start: bool) -> tuple[int, str]:
     if size > SCAN_BYTES:
         return size - SCAN_BYTES, f"from its last {SCAN_BYTES >> 20} MiB (no startup marker in them)"
     return 0, "from its start (no startup marker in it)"
-
-
-def _line_at(path: str, offset: int) -> str:
-    """The text of the line of `path` that starts at `offset` (its first MiB)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            return fh.readline(1 << 20).decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 class _Markers:
