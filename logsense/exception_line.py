@@ -7,7 +7,6 @@ MODULES = r"(?:[A-Za-z_]\w*\.)*"  # the dotted module path before an exception c
 CLASS = r"[A-Z]\w*"  # a class name: capitalised
 # how the name of an exception class ends (Python's and the libraries' own: OSError, KeyboardInterrupt,
 # SystemExit, AssertionFailure, SegmentationFault, ReadTimeout, ...)
-KINDS = ("Error", "Exception", "Exit", "Interrupt", "Failure", "Fault", "Timeout", "Abort")
-KIND = "(?:" + "|".join(KINDS) + ")"
+KIND = "(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout|Abort)"
 NAME = MODULES + CLASS  # any class name, in a traceback's last line
 TYPED_NAME = MODULES + CLASS + KIND  # a name that says it is an exception, wherever it stands
