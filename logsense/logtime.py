@@ -38,6 +38,14 @@ def seconds_between(a: str | None, b: str | None) -> float | None:
     return round(s, 3) if s >= 0 else None
 
 
+def time_to(start: float | None, end: float | None) -> float | None:
+    """Seconds from a startup's first time to a later point of it (epochs), for every command's "time to failure"
+    and "time to ready": 0 where the end's stamp reads earlier (two loggers of one server disagree by a second)."""
+    if start is None or end is None:
+        return None
+    return round(max(end - start, 0.0), 3)
+
+
 class TimesSeen(Generic[T]):
     """Where a log's time changes, line by line: the time at any line read so far, in bounded memory (a time is
     the log's stamp, or the epoch read from it).

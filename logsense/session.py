@@ -23,7 +23,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from logsense.errors import ExitCode
-from logsense.logtime import YEARLESS, TimesSeen, parse_time
+from logsense.logtime import YEARLESS, TimesSeen, parse_time, time_to
 from logsense.model import Diagnosis, Item, Record, Report, Status, UpdateKind, Value, _set
 from logsense.normalize import in_year
 from logsense.rules import RuleSet
@@ -373,7 +373,7 @@ class Session:
             if s.outcome is Outcome.FAILED and root is not None and root.evidence:
                 # one clock for every command (stats too): a failure's time is its root cause's first evidence line's
                 end = self._in_log_year(log_time(s.times.at(root.evidence[0].line), self.utc_times)) or end
-            seconds = None if end is None or s.first_epoch is None else round(max(end - s.first_epoch, 0.0), 3)
+            seconds = time_to(s.first_epoch, end)
         s.verdict = Verdict(s.index, s.outcome, report, s.started_at, s.first_line, seconds)
         self.verdicts.append(s.verdict)
         self._say(out, "verdict", report=report, outcome=s.outcome.value, seconds=seconds)
