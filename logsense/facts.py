@@ -119,6 +119,7 @@ def _compiled() -> tuple[LiteralIndex[tuple[Any, ...]], list[tuple[re.Pattern, s
     entries += [(lit, False, ("py",)) for lit in _PY_LITERALS]
     entries += [(h, True, ("mm",)) for h in _MULTIMODAL_HINTS]
     entries += [(lit, False, ("server", s.name)) for s in SERVERS for lit in s.signs]
+    entries += [(lit, False, ("launch", s.name)) for s in SERVERS for lit in s.launch]
     entries += [(lit, False, ("voice",)) for lit in _VOICE]
     # every rank prints these once: counting ranks here (not on every line) gives the same
     # count whether all lines were read or only the ones the block scanner picked
@@ -144,6 +145,7 @@ class Facts:
         self._ranks: set[str] = set()
         self.mm_hint = False
         self._server_votes: Counter[str] = Counter()
+        self._launched: set[str] = set()  # servers whose launch command the log shows
 
     def feed(self, rec: Record) -> None:
         msg = rec.message
@@ -173,11 +175,16 @@ class Facts:
                 self._py_path.update(path)
             elif key[0] == "mm":
                 self.mm_hint = True
+            elif key[0] == "launch":
+                self._launched.add(key[1])
             elif key[0] == "rank" and rec.rank:
                 self._ranks.add(rec.rank)
 
     def server(self) -> str | None:
-        """The server whose own lines the log holds most of; None when it says none, or two as often."""
+        """The server the log shows launched, else the one whose own lines it holds most of; None when it says
+        none, or two as often."""
+        if len(self._launched) == 1:
+            return next(iter(self._launched))
         top = self._server_votes.most_common(2)
         if not top or (len(top) == 2 and top[0][1] == top[1][1]):
             return None

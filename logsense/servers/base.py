@@ -65,6 +65,9 @@ class Server:
     pip_names: Mapping[str, str] = field(default_factory=dict)  # its import names whose PyPI package is named otherwise
     glued_head: str | None = None  # a record of its log that a progress bar may have no newline before
     runs_on: tuple[str, ...] = ()
+    # how a command that starts it reads: a log that shows such a command, and no other server's, is its log
+    # however many of another server's lines it holds (SGLang imports vLLM, which logs in its own format)
+    launch: tuple[str, ...] = ()
     # a plug-in's folder of rule packs (they fire only on its logs) and of `phases.yaml`, its own markers for
     # the phase file's phases; a bundled server's packs and markers file are in rules/<name>/
     rules: Path | None = None  # servers whose packages it imports: a fix naming those is its own advice

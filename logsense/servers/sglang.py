@@ -55,6 +55,7 @@ SERVER = Server(
     paste_heads=r"\[\d{4}-\d\d-\d\d[ T]|\[\d\d-\d\d \d\d:",
     signs=("server_args=ServerArgs(", "sglang.launch_server", "The server is fired up and ready to roll",
            "Scheduler hit an exception", "/sglang/srt/", "Load weight begin", "Capture cuda graph begin"),
+    launch=("sglang.launch_server", "sglang serve "),
     version=(
         VersionFact(("sglang==", "sglang version", "SGLang version", "sglang-v"),
                     r"\b(?i:sglang)(?:==|\s+version[:=]?\s*|-v)v?(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)"),

@@ -104,6 +104,7 @@ SERVER = Server(
            "WorkerProc hit an exception", "Engine process failed to start", "Starting vLLM ",
            "/vllm/v1/", "/vllm/engine/", "/vllm/worker/", "/vllm/executor/", "/vllm/entrypoints/",
            "packages/vllm/utils", "packages/vllm/config"),
+    launch=("vllm serve ", "vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"),
     # "vLLM API server version 0.8.5" (2025), "vLLM server version 0.34.0, serving model"; the engine's
     # "Initializing a V1 LLM engine (v0.10.1) with config:" (V0: "Initializing an LLM engine (v0.6.3)").
     version=(
