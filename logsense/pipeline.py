@@ -25,6 +25,7 @@ from logsense.model import (
     Match,
     Record,
     Report,
+    Role,
     Status,
     Update,
     UpdateKind,
@@ -148,6 +149,8 @@ class Pipeline:
             return []  # a ready server was stopped: children killed and cleanup errors are the stop's doing
         out = []
         for m in self.matcher.match(event):
+            if m.role is Role.FATAL and self.timeline.ready and not self._counts_once_ready(m.rule_id):
+                continue  # a request's traceback the ready server logged and survived
             if self.on_match is not None:
                 self.on_match(m)
             if self.ranker.add(m):
@@ -155,6 +158,10 @@ class Pipeline:
                 if d is not None:
                     out.append(Update(UpdateKind.DIAGNOSIS, phase=event.phase, diagnosis=d, line=m.event.first_line))
         return out
+
+    def _counts_once_ready(self, rule_id: str) -> bool:
+        rule = self.rules.get(rule_id)
+        return rule is None or rule.spec.once_ready
 
     @property
     def failed(self) -> bool:

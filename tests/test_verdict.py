@@ -50,6 +50,24 @@ def test_a_crash_after_ready_is_a_failure(rules):
     assert report.status is Status.FAILED and report.root is not None and report.root.cause == "unknown"
 
 
+REQUEST_TRACEBACK = """\
+[2026-11-20 10:01:00] ERROR:    Exception in ASGI application
+Traceback (most recent call last):
+  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/http_server.py", line 500, in v1_chat
+    return await raw_request.json()
+ValueError: The provided JSON schema contains features not supported by xgrammar.
+[2026-11-20 10:01:01] INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+"""
+
+
+def test_a_requests_traceback_after_ready_is_not_a_failure(rules):
+    """Once ready, a traceback alone is a request's (the server logs it and serves on); a crash still fails."""
+    report = run(_lines(HEALTHY + REQUEST_TRACEBACK), rules)
+    assert report.status is Status.READY and report.root is None
+    report = run(_lines(HEALTHY + REQUEST_TRACEBACK + UNKNOWN_TRACEBACK), rules)
+    assert report.status is Status.FAILED and report.root is not None and report.root.cause == "unknown"
+
+
 def test_a_log_that_ends_before_ready_with_nothing_fatal_is_incomplete(rules):
     cut = "\n".join(_lines(HEALTHY)[:5])
     report = run(_lines(cut), rules)

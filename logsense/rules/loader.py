@@ -178,7 +178,7 @@ class RuleSpec(Value):
 
     __slots__ = ("id", "cause", "role", "priority", "confidence", "title", "explanation", "any", "all", "within",
                  "not_", "when_phase", "when_facts", "fixes", "references", "examples", "status", "path", "line",
-                 "kind", "_pending")
+                 "kind", "once_ready", "_pending")
     id: str
     cause: str
     role: Role
@@ -199,13 +199,14 @@ class RuleSpec(Value):
     path: str
     line: int
     kind: str | None  # role fatal: the kind of failure (schema.FATAL_KINDS)
+    once_ready: bool  # role fatal: False when the sign means nothing once the server is ready
 
     def __init__(self, id: str, cause: str, role: Role, priority: int, confidence: float,
                  title: str | None, explanation: str, any: tuple[PatternSpec, ...],
                  all: tuple[PatternSpec, ...], within: int, not_: tuple[PatternSpec, ...],
                  when_phase: frozenset[str] | None, when_facts: dict[str, tuple[Any, ...]],
                  fixes: tuple[FixSpec, ...], references: tuple[str, ...], examples: tuple[ExampleSpec, ...],
-                 status: RuleStatus, path: str, line: int, kind: str | None = None) -> None:
+                 status: RuleStatus, path: str, line: int, kind: str | None = None, once_ready: bool = True) -> None:
         _set(self, "id", id)
         _set(self, "cause", cause)
         _set(self, "role", role)
@@ -226,6 +227,7 @@ class RuleSpec(Value):
         _set(self, "path", path)
         _set(self, "line", line)
         _set(self, "kind", kind)
+        _set(self, "once_ready", once_ready)
         _set(self, "_pending", None)
 
     if not TYPE_CHECKING:  # to a type checker, a RuleSpec has its fields and nothing else
@@ -452,6 +454,9 @@ def parse_rule(c: _Checker, m: Marked, default_not: tuple[PatternSpec, ...] = ()
         c.err(f["role"], "a fatal rule needs 'kind:' (the kind of failure it shows)", rid, "kind")
     if kind is not None and role != "fatal":
         c.err(f["kind"], "only a fatal rule has a 'kind:'", rid, "kind")
+    once_ready = _text(f["once_ready"])
+    if once_ready is False and role != "fatal":
+        c.err(f["once_ready"], "only a fatal rule has a 'once_ready:'", rid, "once_ready")
     match = f["match"]
     pats_any: tuple[PatternSpec, ...] = ()
     pats_all: tuple[PatternSpec, ...] = ()
@@ -502,6 +507,7 @@ def parse_rule(c: _Checker, m: Marked, default_not: tuple[PatternSpec, ...] = ()
         path=c.path,
         line=m.line,
         kind=kind,
+        once_ready=once_ready is not False,
     )
 
 

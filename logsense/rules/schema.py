@@ -55,6 +55,8 @@ RULE_FIELDS: dict[str, Field] = {
     "status": Field(str, False, "stable", "stable, experimental (never more than low sure) or deprecated (not run)",
                     choices=tuple(RuleStatus)),
     "use_defaults": Field(bool, False, True, "false: the pack's `defaults:` do not apply to this rule"),
+    "once_ready": Field(bool, False, True, "role fatal only; false: the sign means nothing once the server is ready "
+                        "(a request's traceback, which the server logs and survives)"),
 }
 
 PACK_FIELDS: dict[str, Field] = {
