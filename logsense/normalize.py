@@ -36,10 +36,12 @@ _JOURNAL = re_cache.compile(
 )
 _JOURNAL_META = re_cache.compile(r"^-- (?:Boot [0-9a-f]{32}|Reboot|No entries|Logs begin at .*|Journal begins at .*|.* --)\s*--?$")
 
-# `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ", and
+# `docker logs --timestamps`, Docker Desktop's column, docker compose's "service  | ", a log viewer's time
+# column ("2026-04-16 14:23:34.047 | ", FastChat's "2024-05-26 14:51:19 | ERROR | stderr | ") and
 # `kubectl logs --prefix`'s "[pod/name/container] ".
 _DOCKER = re_cache.compile(
-    r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?=\[\d{4}-|$|\S))"
+    r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? \| ?(?:[A-Z]+ +\| [\w.-]+ +\| ?)?"
+    r"|(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?=\[\d{4}-|$|\S))"
     r"|(?P<svc>[A-Za-z0-9][\w.]*[-_][\w.-]*)\s+\| ?"
     r"|\[pod/[\w.-]+/[\w.-]+\] "
 )

@@ -119,6 +119,8 @@ SHAPES: dict[str, Shape] = {
     "compose-long-name": _prefix("deploy-sglang-server-1  | "),
     "docker-timestamps": _timestamped(_docker_ts),
     "kubectl-prefix": _prefix("[pod/sglang-7d9f6c-x2x8k/sglang] "),
+    "viewer-time-column": _prefix("2026-04-16 14:23:34.047 | "),
+    "fastchat-columns": _prefix("2024-05-26 14:51:19 | ERROR | stderr | "),
     "kubectl-timestamps": _timestamped(_kubectl_ts),
     "journal-short": _timestamped(_journal_short),
     "journal-short-iso": _timestamped(_journal_iso),
