@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 
 from logsense import anatomy
 from logsense import fixes as fixes_mod
-from logsense.framing import exception_lines, frame_lines
+from logsense.framing import exception_lines, frame_lines, wrapped_message
 from logsense.memo import text_memo
 from logsense.model import (
     MEDIUM_SURE,
@@ -117,7 +117,12 @@ class Matcher:
 
     def match(self, event: Event) -> list[Match]:
         hits: dict[int, _Hits] = {}
-        for rec in event.records:
+        recs = event.records
+        if len(recs) > 1:
+            joined = wrapped_message(event)
+            if joined is not None:
+                recs = (*recs, joined)
+        for rec in recs:
             if not rec.message:
                 continue
             for ri, kind, pi, m in self._hits(rec):

@@ -16,6 +16,7 @@ from logsense.model import Event, EventKind, Record
 
 MAX_EVENT_LINES = 400
 MAX_TAIL_LINES = 40  # lines of exception message after the exception line ("Possible solutions: ...")
+MAX_WRAPPED_LINES = 6  # lines a paste may have wrapped one exception's message into
 
 _TRACEBACK = "Traceback (most recent call last):"
 # What a line must hold to open a multi-line event (the block scanner looks for these).
@@ -26,6 +27,8 @@ _FRAME = re_cache.compile(r'^\s*File "[^"]+", line \d+, in ')
 _CUT = re_cache.compile(r"^\s*(?:\.{3,}|\[\.\.\.\]|…|\[…\]|[\^~]+)\s*$")
 # An exception line where indentation cannot tell it from code: a capitalised (dotted) name, then ": " or nothing.
 _EXCEPTION_NAME = re_cache.compile(rf"^{exception_line.NAME}(?::\s|:?$)")
+# An exception's line standing alone, as a paste of just the error gives it ("ValueError: To serve at least ...").
+_BARE_EXCEPTION = re_cache.compile(rf"^{exception_line.TYPED_NAME}: \S")
 _CHAIN = re_cache.compile(
     r"^(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)\s*$"
@@ -101,6 +104,9 @@ class Framer:
             self._open[rec.pid] = _Open(EventKind.TRACEBACK, [rec], phase)
         elif opens is EventKind.COMPILE:
             self._open[rec.pid] = _Open(EventKind.COMPILE, [rec], phase, state="body")
+        elif _BARE_EXCEPTION.match(rec.message):
+            # its message may go on in the next lines, wrapped by the paste (read joined: wrapped_message)
+            self._open[rec.pid] = _Open(EventKind.LINE, [rec], phase, state="wrapped")
         else:
             out.append(Event(EventKind.LINE, (rec,), phase))
         return out
@@ -114,6 +120,12 @@ class Framer:
 
     def _continue(self, cur: _Open, rec: Record) -> str:
         msg = rec.message
+        if cur.state == "wrapped":
+            # a wrapped line carries no stamp or prefix of its own and starts nothing
+            if (rec.prefixed or rec.time is not None or not msg.strip() or len(cur.records) >= MAX_WRAPPED_LINES
+                    or _opens(msg) is not None or _BARE_EXCEPTION.match(msg.lstrip()) or _CHAIN.match(msg)):
+                return "close"
+            return "take"
         if cur.kind is EventKind.COMPILE and _TRACEBACK in msg:
             cur.kind, cur.state = EventKind.TRACEBACK, "frames"  # the build's traceback joins its compiler error
             return "take"
@@ -189,6 +201,30 @@ def exception_lines(event: Event) -> list[Record]:
                 _EXCEPTION_NAME.match(msg):
             out.append(rec)  # a traceback whose frames lost their indent
     return out[-2:]
+
+
+def wrapped_message(event: Event) -> Record | None:
+    """The exception's message as one line where the event's lines after the exception line go on with it
+    (a paste wrapped it, or the message has lines of its own), at the exception line; None when they do not."""
+    recs = event.records
+    if event.kind is EventKind.LINE:
+        start = 0 if len(recs) > 1 else None
+    else:
+        exc = exception_lines(event)
+        start = next((i for i, r in enumerate(recs) if r is exc[-1]), None) if exc else None
+    if start is None:
+        return None
+    parts = [recs[start].message.rstrip()]
+    for rec in recs[start + 1 : start + MAX_WRAPPED_LINES]:
+        msg = rec.message.strip()
+        if not msg or rec.time is not None or _CHAIN.match(msg) or _TRACEBACK in msg or _FRAME.match(msg):
+            break
+        parts.append(msg)
+    if len(parts) < 2:
+        return None
+    first = recs[start]
+    return Record(first.line, first.raw, " ".join(parts), first.time, first.host, first.ident, first.pid,
+                  first.rank, first.unit, first.prefixed, first.cursor, first.server)
 
 
 def is_exception_line(msg: str) -> bool:

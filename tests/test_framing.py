@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logsense.framing import Framer, error_lines, exception_lines, frame_lines
+from logsense.framing import Framer, error_lines, exception_lines, frame_lines, wrapped_message
 from logsense.normalize import Normalizer
 
 
@@ -55,6 +55,34 @@ def test_every_line_in_exactly_one_event():
     events = frame(CHAINED)
     lines = [r.line for e in events for r in e.records]
     assert lines == list(range(1, 13))
+
+
+WRAPPED = """\
+ValueError: To serve at least one request with the model's max seq len (1048576),
+22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).
+Based on the available memory, the estimated maximum model length is 810208.
+INFO 05-07 20:21:05 [gpu_worker.py:276] Available KV cache memory: 6.94 GiB
+"""
+
+
+def test_an_exception_message_a_paste_wrapped_is_read_joined():
+    """A bare exception line takes the unstamped lines after it; a stamped record ends it."""
+    wrapped, after = frame(WRAPPED)
+    assert [r.line for r in wrapped.records] == [1, 2, 3] and after.first_line == 4
+    joined = wrapped_message(wrapped)
+    assert joined is not None and joined.line == 1
+    assert "max seq len (1048576), 22.5 GiB KV cache is needed" in joined.message
+    assert wrapped_message(after) is None
+
+
+def test_a_wrapped_message_is_matched_by_the_rules(rules):
+    from logsense.pipeline import run
+
+    text = ("AssertionError: Error in memory profiling. Initial free memory 82.94 GiB,\n"
+            "current free memory 90.17 GiB. This happens when other processes sharing the\n"
+            "same container release GPU memory while vLLM is profiling during initialization.\n")
+    report = run(text.splitlines(), rules)
+    assert report.root is not None and report.root.cause == "gpu_memory_not_free"
 
 
 def test_compiler_error_joins_its_traceback():
