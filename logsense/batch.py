@@ -234,16 +234,13 @@ def _elapsed(first: str | None, then: str | None) -> float | None:
     """Seconds from the log's first stamp to `then`. journalctl's short stamps carry no year (the normalizer
     gives them a placeholder one) while the server's own carry it: a pair of one of each is read in the
     year the log does print."""
-    from logsense.logtime import PLACEHOLDER_YEAR, parse_time, time_to
+    from logsense.logtime import PLACEHOLDER_YEAR, seconds_from, time_to
     from logsense.normalize import in_year
 
     if first and then and first.startswith(PLACEHOLDER_YEAR) != then.startswith(PLACEHOLDER_YEAR):
         year = (then if first.startswith(PLACEHOLDER_YEAR) else first)[:4]
         first, then = in_year(first, year), in_year(then, year)
-    a, b = parse_time(first), parse_time(then)
-    if a is None or b is None or (a.tzinfo is None) != (b.tzinfo is None):
-        return None
-    return time_to(a.timestamp(), b.timestamp())
+    return time_to(0.0, seconds_from(first, then))  # on the clock that starts at the first stamp
 
 
 def _text(fp: BinaryIO, name: str) -> BinaryIO:

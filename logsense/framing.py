@@ -222,9 +222,7 @@ def wrapped_message(event: Event) -> Record | None:
         parts.append(msg)
     if len(parts) < 2:
         return None
-    first = recs[start]
-    return Record(first.line, first.raw, " ".join(parts), first.time, first.host, first.ident, first.pid,
-                  first.rank, first.unit, first.prefixed, first.cursor, first.server)
+    return recs[start].replace(message=" ".join(parts))
 
 
 def is_exception_line(msg: str) -> bool:

@@ -26,16 +26,21 @@ def parse_time(t: str | None) -> datetime | None:
         return None
 
 
-def seconds_between(a: str | None, b: str | None) -> float | None:
-    """Seconds from stamp `a` to stamp `b`, or None when either is unreadable or time runs backwards."""
+def seconds_from(a: str | None, b: str | None) -> float | None:
+    """Seconds from stamp `a` to stamp `b` (negative when `b` reads earlier), or None when either is unreadable."""
     ta, tb = parse_time(a), parse_time(b)
     if ta is None or tb is None:
         return None
     try:
-        s = (tb - ta).total_seconds()
+        return (tb - ta).total_seconds()
     except TypeError:  # one stamp with a zone, one without: no duration can be told
         return None
-    return round(s, 3) if s >= 0 else None
+
+
+def seconds_between(a: str | None, b: str | None) -> float | None:
+    """Seconds from stamp `a` to stamp `b`, or None when either is unreadable or time runs backwards."""
+    s = seconds_from(a, b)
+    return round(s, 3) if s is not None and s >= 0 else None
 
 
 def time_to(start: float | None, end: float | None) -> float | None:
