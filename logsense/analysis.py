@@ -57,27 +57,39 @@ def analysis_pipeline(rules: RuleSet, *, classifier: bool = True, baseline: str 
     return Pipeline(rules, fallback_for(classifier=classifier, baseline=baseline, required=no_rules))
 
 
-def read_into(p: Pipeline, path: str) -> tuple[Report, list[RuleProblem]]:
+def read_into(p: Pipeline, path: str, latest: bool = False) -> tuple[Report, list[RuleProblem]]:
     """Feed one recorded log ('-' is stdin) through `p`; the report and any rule problems.
 
     A fallback whose `Reading` says `pick` has its watcher name more lines for the block scanner
-    to feed (see `feed_stream`).
+    to feed (see `feed_stream`). `latest`: only the report matters, not what the pipeline saw of
+    earlier startups (see `read_stream`).
     """
     fp, name = open_recorded(path)
     try:
-        read_stream(p, fp, name)
+        read_stream(p, fp, name, latest=latest)
         return p.finish(name), p.matcher.problems
     finally:
         if fp is not sys.stdin.buffer:
             fp.close()
 
 
-def read_stream(p: Pipeline, fp: BinaryIO, name: str, pick: Pick | None = None) -> None:
+def read_stream(p: Pipeline, fp: BinaryIO, name: str, pick: Pick | None = None, latest: bool = False) -> None:
     """Feed a log's text (`fp`: UTF-8 bytes, as `open_recorded` gives them) through `p`, the block scanner's way.
 
     `pick`: more lines for the scanner to feed, for a reader that needs more of the log than the
-    pipeline does (beside those the fallback's watcher picks).
+    pipeline does (beside those the fallback's watcher picks). `latest`: a big file is read from
+    its latest startup on (`latest.latest_start`): the same report, but the pipeline's other
+    state (its timeline's restart count) knows nothing of the earlier ones.
     """
+    lines_before = 0
+    if latest and pick is None and os.environ.get("LOGSENSE_SCAN") != "off":
+        from logsense.latest import latest_start
+
+        start = latest_start(fp, p, name)
+        if start is not None:
+            fp.seek(start.offset)
+            p.begin_at(start.line, start.server, start.year)
+            lines_before = start.line - 1
     # The block scanner feeds only the lines some stage can use (the fallback names what it
     # reads); a fallback that watches every record needs every line.
     if p.reading.every_line or os.environ.get("LOGSENSE_SCAN") == "off":
@@ -86,14 +98,14 @@ def read_stream(p: Pipeline, fp: BinaryIO, name: str, pick: Pick | None = None) 
         return
     picks = [f for f in (pick, getattr(p.watcher, "pick", None) if p.reading.pick else None) if f is not None]
     if len(picks) > 1:
-        feed_stream(fp, p, name, tail=p.reading.tail,
+        feed_stream(fp, p, name, tail=p.reading.tail, lines_before=lines_before,
                     pick=lambda block, before, starts: [o for f in picks for o in f(block, before, starts)])
     else:
-        feed_stream(fp, p, name, tail=p.reading.tail, pick=picks[0] if picks else None)
+        feed_stream(fp, p, name, tail=p.reading.tail, pick=picks[0] if picks else None, lines_before=lines_before)
 
 
 def analyze_path(path: str, rules: RuleSet, *, classifier: bool = True, baseline: str | None = None,
                  no_rules: bool = False) -> tuple[Report, list[RuleProblem]]:
     """Analyze one recorded log ('-' is stdin) as `logsense analyze` does."""
     p = analysis_pipeline(rules, classifier=classifier, baseline=baseline, no_rules=no_rules)
-    return read_into(p, path)
+    return read_into(p, path, latest=True)

@@ -131,6 +131,12 @@ class Pipeline:
             out.extend(self._event(event))
         return out
 
+    def begin_at(self, line_no: int, server: str | None, year: str | None) -> None:
+        """Lines before `line_no` were earlier startups', passed over: the timeline keeps what it had read of them."""
+        self.lines = max(self.lines, line_no - 1)
+        self.timeline.server = server
+        self.timeline.year = year
+
     def passed(self, line_no: int) -> None:
         """Lines up to `line_no` were read and passed over: none holds a literal any stage needs."""
         self.lines = max(self.lines, line_no)

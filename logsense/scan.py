@@ -253,13 +253,14 @@ def keep_for(p: Pipeline) -> Keep | None:
 
 
 def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick | None = None,
-                parallel: bool | None = None) -> None:
+                parallel: bool | None = None, lines_before: int = 0) -> None:
     """Feed a recorded log to the pipeline, skipping lines that no stage could use.
 
     `tail`: the last lines of the log are fed whatever they hold (a reader of "how it ended").
     `pick(block, lines_before, starts)`: the offsets of more lines of a block of whole lines to feed.
     `parallel`: search in a forked child ahead of the pipeline (None: when `may_fork` and the log
     is more than two blocks long; a small log pays nothing for it).
+    `lines_before`: the lines of the log before `fp`'s position (they are numbered on from there).
     """
     lits = scan_literals(p)
     try:
@@ -269,7 +270,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
     if lits is None or head.lstrip()[:1] == b"{":
         # journalctl -o json (the text is inside JSON strings) or a pack that needs every line
         for line_no, text in read_lines(fp, name):
-            p.feed_line(line_no, text)
+            p.feed_line(lines_before + line_no, text)
         return
     cs, ci = [x.encode() for x in lits[0]] + list(DIRTY), [x.encode() for x in lits[1]]
     at = _positioned(fp)
@@ -283,7 +284,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
         # of logs builds it at the second, for all the rest). Every line is fed, which is the same report.
         _fed_whole()
         for line_no, text in read_lines(io.BytesIO(b"".join(b for b, _ in first)), name):
-            p.feed_line(line_no, text)
+            p.feed_line(lines_before + line_no, text)
         return
     if len(first) < 2:  # the whole log is in one block
         scanner = search_backend(cs, ci, sum(len(b) for b, _ in first))
@@ -298,7 +299,7 @@ def feed_stream(fp: BinaryIO, p: Pipeline, name: str, tail: int = 0, pick: Pick 
         else:
             scanned = ahead
     try:
-        _feed_all(scanned, p, tail, pick)
+        _feed_all(scanned, p, tail, pick, lines_before)
     finally:
         if ahead is not None:
             ahead.close()
@@ -661,9 +662,10 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _feed_all(scanned: Iterable[tuple[bytes, Found, bool]], p: Pipeline, tail: int, pick: Pick | None) -> None:
-    """Feed the candidate lines of every block; the `tail` last lines and the very last line always."""
-    ln = 0
+def _feed_all(scanned: Iterable[tuple[bytes, Found, bool]], p: Pipeline, tail: int, pick: Pick | None,
+              ln: int = 0) -> None:
+    """Feed the candidate lines of every block (`ln` lines before the first); the `tail` last lines and the
+    very last line always."""
     last: list[Any] = [b"", 0, True]  # the last line read, its number, and whether it was fed
     for body, found, final in scanned:
         extra: list[int] = []

@@ -94,6 +94,11 @@ class Timeline:
                     self.progress = progress
         return entered, progress
 
+    @property
+    def start_line(self) -> int | None:
+        """The line the current startup's first phase began on (None before any)."""
+        return self._phases[0][2] if self._phases else None
+
     def is_ready_phase(self, phase: str) -> bool:
         """True for a phase the phase file marks `ready: true` (whatever its name)."""
         return phase in self._ready_phases

@@ -252,11 +252,21 @@ class DigestWatch:
     def __init__(self, timeline) -> None:
         self.timeline = timeline
         self.digest = Digest()
+        self._restarts = 0
 
     def record(self, rec: Record, phase: str) -> None:
         pass
 
     def event(self, event: Event) -> None:
+        tl = self.timeline
+        if tl.restarts:
+            if tl.restarts != self._restarts:
+                # a new start: its document is what it logged, as when the log is read from that start on
+                self._restarts = tl.restarts
+                self.digest = Digest()
+            start = tl.start_line
+            if start is not None and event.first_line < start:
+                return  # the earlier start's, closed at the restart
         self.digest.add(event)
 
     def revise(self, diagnoses: list, facts: dict[str, Any]) -> list:  # noqa: ARG002 - the Watcher protocol's signature

@@ -1,0 +1,104 @@
+"""Where a recorded log's latest startup begins, found as the pipeline's own timeline finds it.
+
+analyze reports a log's latest startup only: at each restart the pipeline sets aside what the
+earlier start left. So a big log of a unit that restarted thousands of times (a crash loop) need
+not go through the pipeline whole: the lines holding a phase marker's literal, found by the block
+search and read by a timeline of their own, tell where the timeline's last restart is, and the
+pipeline reads from there (`read_stream(latest=True)`). The report is the same (tests/test_latest.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import BinaryIO, NamedTuple
+
+from logsense.linecut import MAX_LINE_BYTES
+from logsense.logtime import PLACEHOLDER_YEAR
+from logsense.normalize import Normalizer
+from logsense.pipeline import Pipeline
+from logsense.scan import BLOCK, DIRTY, _bodies, _positioned, lines_found, scan_literals, search_backend
+from logsense.timeline import Timeline
+
+# Below this a log is read whole: the search for its latest start would cost more than it saves.
+MIN_BYTES = 2 * BLOCK
+# A date with its year, as every stamp that names one writes it; a line without one cannot give the log its year.
+_DATED = re.compile(rb"(?:19|20)[0-9][0-9]-[0-9][0-9]-[0-9][0-9]")
+
+
+class Start(NamedTuple):
+    """The line where the timeline's last restart happens, and what the timeline knew just before it."""
+
+    offset: int  # where the line starts in the file
+    line: int  # its line number
+    server: str | None  # the server the timeline had read from marker lines before it
+    year: str | None  # the year the log had printed before it
+
+
+def latest_start(fp: BinaryIO, p: Pipeline, name: str, min_bytes: int | None = None) -> Start | None:
+    """Where `p`'s timeline would restart for the last time in the file `fp` reads, from its position.
+
+    None when the log is read whole: it is small, not a regular file, a pack needs every line, or the
+    restart's line could read otherwise after other lines (an indented or quoted line). `fp` is left
+    where it was.
+    """
+    at = _positioned(fp)
+    if at is None or p.reading.every_line or p.reading.pick:
+        return None
+    import os
+
+    fd, base = at
+    size = os.fstat(fd).st_size - base
+    if size < (MIN_BYTES if min_bytes is None else min_bytes):
+        return None
+    index = p.timeline.index
+    every = scan_literals(p)
+    head = fp.peek(64)[:64] if hasattr(fp, "peek") else b""
+    if index.always or every is None or head.lstrip()[:1] == b"{":
+        return None  # a pattern with no literal, or journalctl's JSON: every line is read
+    cs, ci = index.literals
+    markers = search_backend([x.encode() for x in cs] + list(DIRTY), [x.encode() for x in ci], size)
+    fed = search_backend([x.encode() for x in every[0]] + list(DIRTY), [x.encode() for x in every[1]])
+    timeline = Timeline(p.rules.phases, index)
+    normalizer = Normalizer()
+    found: Start | None = None
+    sure = True  # whether `found` can be read from where it is
+    year: tuple[int, str] | None = None  # the first line the pipeline is fed whose time names its year
+    ln = 0
+    try:
+        for body, where in _bodies(fp, name):
+            if year is None and _DATED.search(body):
+                year = _first_year(body, ln, fed)
+            hits = lines_found(body, markers)
+            assert hits.before is not None
+            for s, before in zip(hits.starts, hits.before, strict=True):
+                nl = body.find(b"\n", s)
+                raw = body[s : min(nl, s + MAX_LINE_BYTES)]
+                line = ln + before + 1
+                for i, rec in enumerate(normalizer.feed(line, raw.decode("utf-8", "replace"))):
+                    restarts, server = timeline.restarts, timeline.server
+                    timeline.feed(rec)
+                    if timeline.restarts != restarts:
+                        found = Start(base + where + s, line, server,
+                                      year[1] if year is not None and year[0] < line else None)
+                        # the same record after any other lines: not indented, not quoted, its line's first
+                        sure = where >= 0 and i == 0 and raw[:1] not in (b" ", b"\t", b">")
+            ln += hits.lines
+    finally:
+        fp.seek(base)
+    return found if sure else None
+
+
+def _first_year(body: bytes, ln: int, fed) -> tuple[int, str] | None:
+    """The first line of `body` the pipeline is fed (one holding a literal) whose time names its year, with it."""
+    hits = lines_found(body, fed)
+    assert hits.before is not None
+    normalizer = Normalizer()
+    for s, before in zip(hits.starts, hits.before, strict=True):
+        nl = body.find(b"\n", s)
+        raw = body[s : min(nl, s + MAX_LINE_BYTES)]
+        if not _DATED.search(raw):
+            continue
+        for rec in normalizer.feed(ln + before + 1, raw.decode("utf-8", "replace")):
+            if rec.time and not rec.time.startswith(PLACEHOLDER_YEAR):
+                return ln + before + 1, rec.time[:4]
+    return None
