@@ -62,6 +62,8 @@ _PASTE_HEAD = re_cache.compile(
 )
 # rsyslog writes control characters as "#ooo": ESC "#033", CR "#015".
 _SYSLOG_ANSI = re_cache.compile(r"#033\[[0-?]*[ -/]*[@-~]")
+# `cat -v` and some log viewers write ESC as the two characters "^[" (colours, cursor moves).
+_CARET_ANSI = re_cache.compile(r"\^\[\[[0-9;]*[A-Za-z]")
 # A tqdm bar with a log record glued after it (no newline between them).
 _GLUED = re_cache.compile(
     r"(?<=[\]|%])\s*(?=" + "|".join(f"(?:{s.glued_head})" for s in SERVERS if s.glued_head) + ")"
@@ -86,6 +88,8 @@ def clean(text: str) -> str:
         text = _SYSLOG_ANSI.sub("", text)
         if text.endswith("#015"):
             text = text[:-4]
+    if "^[[" in text:
+        text = _CARET_ANSI.sub("", text)
     if text.isprintable():  # every character _CONTROL removes is unprintable: most lines skip the regex
         return text
     return _CONTROL.sub("", text)

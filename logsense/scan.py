@@ -39,12 +39,13 @@ T = TypeVar("T")
 Pick = Callable[[bytes, int, list[int]], Iterable[int]]
 BACKENDS = ("hyperscan", "aho-corasick", "find")
 # What `normalize.clean` removes from inside a line (escapes, controls, C1, bidi and zero-width characters,
-# rsyslog's "#033["): a literal split by one is whole only after cleaning, so such lines are always fed.
+# rsyslog's "#033[", caret notation's "^[["): a literal split by one is whole only after cleaning, so such lines
+# are always fed.
 DIRTY: tuple[bytes, ...] = (
     tuple(bytes([c]) for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F))
     + tuple(chr(c).encode() for c in (*range(0x80, 0xA0), 0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F),
                                       *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF))
-    + (b"#033[",)
+    + (b"#033[", b"^[[")
 )
 
 

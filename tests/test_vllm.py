@@ -36,6 +36,8 @@ KV_SMALL = CORPORA / "constructed" / "vllm-kv-cache-too-small-v1.log"
          "[repeated 3x across cluster]", "    self.mlp = M(", "1697", None),
         ("#033[1;36m(VllmWorkerProcess pid=382)#033[0;0m ERROR 07-15 08:09:04 [multiproc_worker_utils.py:239] "
          "  File \"/x.py\", line 1359, in _dummy_run#015", "  File \"/x.py\", line 1359, in _dummy_run", "382", None),
+        # ESC in caret notation (`cat -v`, a log viewer's copy)
+        ("^[[36m(LLMRayActor pid=95409)^[[0m INFO 05-01 10:00:00 [worker.py:1] ready ^[[1;31m", "ready ", "95409", None),
         ("(APIServer pid=1) INFO:     Application startup complete.", "INFO:     Application startup complete.", "1",
          None),
         ("Nov 20 10:00:00 gpu01 vllm[4242]: (EngineCore_DP0 pid=77) INFO 11-20 10:00:00 [core.py:74] Initializing",
