@@ -78,8 +78,9 @@ def main() -> int:
     a = ap.parse_args()
     after = a.tree.resolve()
     trees = {"after": after} if a.before is None else {"before": a.before.resolve(), "after": after}
-    print("| log | lines | tree | command | wall s | CPU s | peak RSS MiB | lines/s | x analyze (wall, median of rounds) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| log | lines | tree | command | wall s | CPU s | peak RSS MiB | lines/s | x analyze (wall, median of rounds) "
+          "| x before (wall / CPU, median of rounds) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for kind, log in logs().items():
         n = lines_of(log)
         cases: dict[str, str] = {}
@@ -94,8 +95,12 @@ def main() -> int:
             wall = statistics.median(s.wall for s in samples)
             cpu = statistics.median(s.cpu for s in samples)
             rss = max(s.rss for s in samples) / 1024
+            before = got.get(f"before|{label}") if name == "after" else None
+            vs = (f"{statistics.median(s.wall / b.wall for s, b in zip(samples, before, strict=True)):.2f} / "
+                  f"{statistics.median(s.cpu / b.cpu for s, b in zip(samples, before, strict=True)):.2f}"
+                  if before else "")
             print(f"| {kind} | {n:,} | {name} | `{label}` | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {n / wall:,.0f} | "
-                  f"{ratio:.2f} |", flush=True)
+                  f"{ratio:.2f} | {vs} |", flush=True)
             _check(samples)
     return 0
 

@@ -16,11 +16,23 @@ from logsense.linecut import MAX_LINE_BYTES
 from logsense.logtime import PLACEHOLDER_YEAR
 from logsense.normalize import Normalizer
 from logsense.pipeline import Pipeline
-from logsense.scan import BLOCK, DIRTY, _bodies, _positioned, lines_found, scan_literals, search_backend
+from logsense.scan import (
+    BLOCK,
+    DIRTY,
+    _bodies,
+    _chain,
+    _positioned,
+    lines_found,
+    scan_literals,
+    search_backend,
+)
 from logsense.timeline import Timeline
 
 # Below this a log is read whole: the search for its latest start would cost more than it saves.
 MIN_BYTES = 2 * BLOCK
+# The share of a log's first block that the pipeline is fed, under which the search is not made: on such a log
+# the pipeline costs little a line, and a second read of the file would cost about as much as it could save.
+MIN_FED = 0.2
 # A date with its year, as every stamp that names one writes it; a line without one cannot give the log its year.
 _DATED = re.compile(rb"(?:19|20)[0-9][0-9]-[0-9][0-9]-[0-9][0-9]")
 
@@ -34,12 +46,12 @@ class Start(NamedTuple):
     year: str | None  # the year the log had printed before it
 
 
-def latest_start(fp: BinaryIO, p: Pipeline, name: str, min_bytes: int | None = None) -> Start | None:
+def latest_start(fp: BinaryIO, p: Pipeline, name: str) -> Start | None:
     """Where `p`'s timeline would restart for the last time in the file `fp` reads, from its position.
 
-    None when the log is read whole: it is small, not a regular file, a pack needs every line, or the
-    restart's line could read otherwise after other lines (an indented or quoted line). `fp` is left
-    where it was.
+    None when the log is read whole: it is small, not a regular file, a pack needs every line, its first
+    block is mostly lines the pipeline passes over (`MIN_FED`), or the restart's line could read otherwise
+    after other lines (an indented or quoted line). `fp` is left where it was.
     """
     at = _positioned(fp)
     if at is None or p.reading.every_line or p.reading.pick:
@@ -48,7 +60,7 @@ def latest_start(fp: BinaryIO, p: Pipeline, name: str, min_bytes: int | None = N
 
     fd, base = at
     size = os.fstat(fd).st_size - base
-    if size < (MIN_BYTES if min_bytes is None else min_bytes):
+    if size < MIN_BYTES:
         return None
     index = p.timeline.index
     every = scan_literals(p)
@@ -65,7 +77,11 @@ def latest_start(fp: BinaryIO, p: Pipeline, name: str, min_bytes: int | None = N
     year: tuple[int, str] | None = None  # the first line the pipeline is fed whose time names its year
     ln = 0
     try:
-        for body, where in _bodies(fp, name):
+        bodies = _bodies(fp, name)
+        first = next(bodies, None)
+        if first is None or len(lines_found(first[0], fed, count=False).starts) < MIN_FED * first[0].count(b"\n"):
+            return None
+        for body, where in _chain([first], bodies):
             if year is None and _DATED.search(body):
                 year = _first_year(body, ln, fed)
             hits = lines_found(body, markers)
@@ -102,3 +118,4 @@ def _first_year(body: bytes, ln: int, fed) -> tuple[int, str] | None:
             if rec.time and not rec.time.startswith(PLACEHOLDER_YEAR):
                 return ln + before + 1, rec.time[:4]
     return None
+

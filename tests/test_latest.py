@@ -24,6 +24,7 @@ def _report(rules, path: Path, monkeypatch, skip: bool) -> str:
     import logsense.latest
 
     monkeypatch.setattr(logsense.latest, "MIN_BYTES", 0 if skip else 1 << 62)
+    monkeypatch.setattr(logsense.latest, "MIN_FED", 0)
     p = analysis_pipeline(rules)
     report, problems = read_into(p, str(path), latest=True)
     return report_json.dumps(report, problems)
@@ -54,7 +55,16 @@ def test_restarts_with_other_logs_read_as_the_last(rules, tmp_path, monkeypatch,
     _same(rules, _joined(tmp_path, [LOGS[i], pick.choice(LOGS), pick.choice(LOGS)]), monkeypatch)
 
 
-def test_the_search_finds_the_timelines_last_restart(rules, tmp_path):
+@pytest.fixture
+def searched(monkeypatch):
+    """The search made on any log, however small or sparse."""
+    import logsense.latest
+
+    monkeypatch.setattr(logsense.latest, "MIN_BYTES", 0)
+    monkeypatch.setattr(logsense.latest, "MIN_FED", 0)
+
+
+def test_the_search_finds_the_timelines_last_restart(rules, tmp_path, searched):
     from logsense.latest import latest_start
 
     first, second = tmp_path / "a.log", tmp_path / "b.log"
@@ -63,7 +73,7 @@ def test_the_search_finds_the_timelines_last_restart(rules, tmp_path):
     path = _joined(tmp_path, [first, second, first])
     fp, name = open_recorded(str(path))
     try:
-        start = latest_start(fp, analysis_pipeline(rules), name, min_bytes=0)
+        start = latest_start(fp, analysis_pipeline(rules), name)
         assert fp.tell() == 0  # left where it was
     finally:
         fp.close()
@@ -73,7 +83,7 @@ def test_the_search_finds_the_timelines_last_restart(rules, tmp_path):
     assert start.year == "2026"
 
 
-def test_a_start_that_never_loaded_weights_is_no_restart(rules, tmp_path):
+def test_a_start_that_never_loaded_weights_is_no_restart(rules, tmp_path, searched):
     """Two server_args lines with no weights loaded between them are one startup (the timeline's rule)."""
     from logsense.latest import latest_start
 
@@ -82,12 +92,12 @@ def test_a_start_that_never_loaded_weights_is_no_restart(rules, tmp_path):
     path.write_text(args + args + HEALTHY)
     fp, name = open_recorded(str(path))
     try:
-        assert latest_start(fp, analysis_pipeline(rules), name, min_bytes=0) is None
+        assert latest_start(fp, analysis_pipeline(rules), name) is None
     finally:
         fp.close()
 
 
-def test_an_indented_restart_line_is_read_whole(rules, tmp_path):
+def test_an_indented_restart_line_is_read_whole(rules, tmp_path, searched):
     """A line whose reading could depend on the lines before it (indented, quoted) is not started from."""
     from logsense.latest import latest_start
 
@@ -96,7 +106,25 @@ def test_an_indented_restart_line_is_read_whole(rules, tmp_path):
     path.write_text(indented + indented)
     fp, name = open_recorded(str(path))
     try:
-        assert latest_start(fp, analysis_pipeline(rules), name, min_bytes=0) is None
+        assert latest_start(fp, analysis_pipeline(rules), name) is None
+    finally:
+        fp.close()
+
+
+def test_a_log_mostly_passed_over_is_not_searched(rules, tmp_path, monkeypatch):
+    """A log whose first block the pipeline mostly passes over is read whole: a search would cost more than it saves."""
+    import logsense.latest
+    from logsense.latest import latest_start
+
+    monkeypatch.setattr(logsense.latest, "MIN_BYTES", 0)
+    quiet = "".join(f"[2026-11-20 10:01:{i % 60:02d}] quiet line {i}\n" for i in range(200))
+    path = tmp_path / "quiet.log"
+    path.write_text(HEALTHY + quiet + HEALTHY + quiet)
+    fp, name = open_recorded(str(path))
+    try:
+        assert latest_start(fp, analysis_pipeline(rules), name) is None
+        monkeypatch.setattr(logsense.latest, "MIN_FED", 0)
+        assert latest_start(fp, analysis_pipeline(rules), name) is not None
     finally:
         fp.close()
 
