@@ -248,7 +248,10 @@ class _GoodRun:
 def benign_patterns(rules: RuleSet) -> list:
     """Lines the fatal rules name as no failure (their `not:`), e.g. "Ignore import error when loading ...":
     an error-looking line of that kind is not an error the bad run printed."""
-    return [p for r in rules.rules if r.spec.role is Role.FATAL for p in r.not_]
+    from logsense.rules.loader import REQUEST_FIELD
+
+    return [p for r in rules.rules if r.spec.role is Role.FATAL for p in r.not_
+            if not p.spec.field.startswith(REQUEST_FIELD)]
 
 
 def _mark_benign(lines: list[TemplateLine], benign: list) -> None:

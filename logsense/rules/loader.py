@@ -112,6 +112,8 @@ def plain(m: Marked) -> Any:
     return v
 
 
+REQUEST_FIELD = "match.request"  # the field of a `not` pattern written as `match.request` (diff: not benign)
+
 class PatternSpec(Value):
     """One pattern of a rule as written, with where it stands in its pack."""
 
@@ -467,7 +469,7 @@ def parse_rule(c: _Checker, m: Marked, default_not: tuple[PatternSpec, ...] = ()
         if mf is not None:
             pats_any = _patterns(c, mf["any"], rid, "match.any")
             pats_all = _patterns(c, mf["all"], rid, "match.all")
-            pats_not = _patterns(c, mf["not"], rid, "match.not")
+            pats_not = _patterns(c, mf["not"], rid, "match.not") + _patterns(c, mf["request"], rid, REQUEST_FIELD)
             if _text(f["use_defaults"]) is not False:
                 pats_not = default_not + pats_not
             within = _text(mf["within"]) or 0

@@ -73,6 +73,8 @@ MATCH_FIELDS: dict[str, Field] = {
     "all": Field(list, False, [], "patterns; each must match a line of the event (or stream window)"),
     "within": Field(int, False, 0, "lines; with `all`, lets the patterns span events of one stream"),
     "not": Field(list, False, [], "patterns that veto the match when a line of the event matches one"),
+    "request": Field(list, False, [], "patterns that mark the event as one request's error, which the server "
+                     "logs and survives: they veto the match as `not` does, but `diff` still counts the line an error"),
 }
 
 FIX_FIELDS: dict[str, Field] = {
