@@ -55,6 +55,19 @@ def test_restarts_with_other_logs_read_as_the_last(rules, tmp_path, monkeypatch,
     _same(rules, _joined(tmp_path, [LOGS[i], pick.choice(LOGS), pick.choice(LOGS)]), monkeypatch)
 
 
+def _start(rules, path: Path):
+    """`latest_start` on the file at `path`, which it must leave where it was."""
+    from logsense.latest import latest_start
+
+    fp, name = open_recorded(str(path))
+    try:
+        start = latest_start(fp, analysis_pipeline(rules), name)
+        assert fp.tell() == 0
+        return start
+    finally:
+        fp.close()
+
+
 @pytest.fixture
 def searched(monkeypatch):
     """The search made on any log, however small or sparse."""
@@ -65,18 +78,11 @@ def searched(monkeypatch):
 
 
 def test_the_search_finds_the_timelines_last_restart(rules, tmp_path, searched):
-    from logsense.latest import latest_start
-
     first, second = tmp_path / "a.log", tmp_path / "b.log"
     first.write_text(HEALTHY)
     second.write_text(MODULE_MISSING)
     path = _joined(tmp_path, [first, second, first])
-    fp, name = open_recorded(str(path))
-    try:
-        start = latest_start(fp, analysis_pipeline(rules), name)
-        assert fp.tell() == 0  # left where it was
-    finally:
-        fp.close()
+    start = _start(rules, path)
     assert start is not None
     assert start.line == len(HEALTHY.splitlines()) + len(MODULE_MISSING.splitlines()) + 1
     assert path.read_bytes()[start.offset:].startswith(b"[2026-11-20 10:00:00] server_args=")
@@ -85,48 +91,31 @@ def test_the_search_finds_the_timelines_last_restart(rules, tmp_path, searched):
 
 def test_a_start_that_never_loaded_weights_is_no_restart(rules, tmp_path, searched):
     """Two server_args lines with no weights loaded between them are one startup (the timeline's rule)."""
-    from logsense.latest import latest_start
-
     args = HEALTHY.splitlines()[0] + "\n"
     path = tmp_path / "twice.log"
     path.write_text(args + args + HEALTHY)
-    fp, name = open_recorded(str(path))
-    try:
-        assert latest_start(fp, analysis_pipeline(rules), name) is None
-    finally:
-        fp.close()
+    assert _start(rules, path) is None
 
 
 def test_an_indented_restart_line_is_read_whole(rules, tmp_path, searched):
     """A line whose reading could depend on the lines before it (indented, quoted) is not started from."""
-    from logsense.latest import latest_start
-
     indented = "".join("    " + line + "\n" for line in HEALTHY.splitlines())
     path = tmp_path / "indented.log"
     path.write_text(indented + indented)
-    fp, name = open_recorded(str(path))
-    try:
-        assert latest_start(fp, analysis_pipeline(rules), name) is None
-    finally:
-        fp.close()
+    assert _start(rules, path) is None
 
 
 def test_a_log_mostly_passed_over_is_not_searched(rules, tmp_path, monkeypatch):
     """A log whose first block the pipeline mostly passes over is read whole: a search would cost more than it saves."""
     import logsense.latest
-    from logsense.latest import latest_start
 
     monkeypatch.setattr(logsense.latest, "MIN_BYTES", 0)
     quiet = "".join(f"[2026-11-20 10:01:{i % 60:02d}] quiet line {i}\n" for i in range(200))
     path = tmp_path / "quiet.log"
     path.write_text(HEALTHY + quiet + HEALTHY + quiet)
-    fp, name = open_recorded(str(path))
-    try:
-        assert latest_start(fp, analysis_pipeline(rules), name) is None
-        monkeypatch.setattr(logsense.latest, "MIN_FED", 0)
-        assert latest_start(fp, analysis_pipeline(rules), name) is not None
-    finally:
-        fp.close()
+    assert _start(rules, path) is None
+    monkeypatch.setattr(logsense.latest, "MIN_FED", 0)
+    assert _start(rules, path) is not None
 
 
 @pytest.mark.slow
