@@ -81,8 +81,9 @@ def read_stream(p: Pipeline, fp: BinaryIO, name: str, pick: Pick | None = None, 
     its latest startup on (`latest.latest_start`): the same report, but the pipeline's other
     state (its timeline's restart count) knows nothing of the earlier ones.
     """
+    every_line = p.reading.every_line or os.environ.get("LOGSENSE_SCAN") == "off"
     lines_before = 0
-    if latest and pick is None and os.environ.get("LOGSENSE_SCAN") != "off":
+    if latest and pick is None and not every_line:
         from logsense.latest import latest_start
 
         start = latest_start(fp, p, name)
@@ -92,7 +93,7 @@ def read_stream(p: Pipeline, fp: BinaryIO, name: str, pick: Pick | None = None, 
             lines_before = start.line - 1
     # The block scanner feeds only the lines some stage can use (the fallback names what it
     # reads); a fallback that watches every record needs every line.
-    if p.reading.every_line or os.environ.get("LOGSENSE_SCAN") == "off":
+    if every_line:
         for line_no, text in read_lines(fp, name):
             p.feed_line(line_no, text)
         return

@@ -35,6 +35,7 @@ from logsense.analysis import read_into
 from logsense.model import Report, Role
 from logsense.pipeline import Pipeline
 from logsense.rules import RuleSet
+from logsense.rules.loader import REQUEST_FIELD
 from logsense.run_templates import Observing, RunTemplates, TemplateLine, Templates
 from logsense.scan import may_fork
 from logsense.servers import SERVERS
@@ -248,8 +249,6 @@ class _GoodRun:
 def benign_patterns(rules: RuleSet) -> list:
     """Lines the fatal rules name as no failure (their `not:`), e.g. "Ignore import error when loading ...":
     an error-looking line of that kind is not an error the bad run printed."""
-    from logsense.rules.loader import REQUEST_FIELD
-
     return [p for r in rules.rules if r.spec.role is Role.FATAL for p in r.not_
             if not p.spec.field.startswith(REQUEST_FIELD)]
 

@@ -9,7 +9,9 @@ pipeline reads from there (`read_stream(latest=True)`). The report is the same (
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
 from typing import BinaryIO, NamedTuple
 
 from logsense.linecut import MAX_LINE_BYTES
@@ -19,6 +21,7 @@ from logsense.pipeline import Pipeline
 from logsense.scan import (
     BLOCK,
     DIRTY,
+    Found,
     _bodies,
     _chain,
     _positioned,
@@ -56,8 +59,6 @@ def latest_start(fp: BinaryIO, p: Pipeline, name: str) -> Start | None:
     at = _positioned(fp)
     if at is None or p.reading.every_line or p.reading.pick:
         return None
-    import os
-
     fd, base = at
     size = os.fstat(fd).st_size - base
     if size < MIN_BYTES:
@@ -85,11 +86,7 @@ def latest_start(fp: BinaryIO, p: Pipeline, name: str) -> Start | None:
             if year is None and _DATED.search(body):
                 year = _first_year(body, ln, fed)
             hits = lines_found(body, markers)
-            assert hits.before is not None
-            for s, before in zip(hits.starts, hits.before, strict=True):
-                nl = body.find(b"\n", s)
-                raw = body[s : min(nl, s + MAX_LINE_BYTES)]
-                line = ln + before + 1
+            for s, line, raw in _lines(body, hits, ln):
                 for i, rec in enumerate(normalizer.feed(line, raw.decode("utf-8", "replace"))):
                     restarts, server = timeline.restarts, timeline.server
                     timeline.feed(rec)
@@ -104,18 +101,23 @@ def latest_start(fp: BinaryIO, p: Pipeline, name: str) -> Start | None:
     return found if sure else None
 
 
-def _first_year(body: bytes, ln: int, fed) -> tuple[int, str] | None:
-    """The first line of `body` the pipeline is fed (one holding a literal) whose time names its year, with it."""
-    hits = lines_found(body, fed)
+def _lines(body: bytes, hits: Found, ln: int) -> Iterator[tuple[int, int, bytes]]:
+    """Where each line `hits` found starts in `body`, its number (`ln` lines before the block) and its bytes
+    as the pipeline reads them (cut as `feed_stream` cuts an overlong line)."""
     assert hits.before is not None
-    normalizer = Normalizer()
     for s, before in zip(hits.starts, hits.before, strict=True):
         nl = body.find(b"\n", s)
-        raw = body[s : min(nl, s + MAX_LINE_BYTES)]
+        yield s, ln + before + 1, body[s : min(nl, s + MAX_LINE_BYTES)]
+
+
+def _first_year(body: bytes, ln: int, fed) -> tuple[int, str] | None:
+    """The first line of `body` the pipeline is fed (one holding a literal) whose time names its year, with it."""
+    normalizer = Normalizer()
+    for _, line, raw in _lines(body, lines_found(body, fed), ln):
         if not _DATED.search(raw):
             continue
-        for rec in normalizer.feed(ln + before + 1, raw.decode("utf-8", "replace")):
+        for rec in normalizer.feed(line, raw.decode("utf-8", "replace")):
             if rec.time and not rec.time.startswith(PLACEHOLDER_YEAR):
-                return ln + before + 1, rec.time[:4]
+                return line, rec.time[:4]
     return None
 

@@ -275,7 +275,7 @@ class DigestWatch:
     def doc(self, facts: dict[str, Any]) -> Doc:
         """The document of what was seen (after the pipeline's flush); `facts` name the server."""
         tl = self.timeline
-        since = tl.phases()[0].start_line if tl.restarts and tl.phases() else 0
+        since = (tl.start_line or 0) if tl.restarts else 0
         server = facts.get("server")
         return self.digest.doc(tl.current, tl.ready_line if tl.ready else None, since,
                                server if isinstance(server, str) else None)

@@ -114,6 +114,7 @@ def plain(m: Marked) -> Any:
 
 REQUEST_FIELD = "match.request"  # the field of a `not` pattern written as `match.request` (diff: not benign)
 
+
 class PatternSpec(Value):
     """One pattern of a rule as written, with where it stands in its pack."""
 
