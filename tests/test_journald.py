@@ -92,6 +92,24 @@ def test_find_run_start_variants():
     assert find_run_start(iter([]), NAMES) is None
 
 
+def test_a_run_longer_than_the_scan_starts_at_its_first_entry_by_invocation():
+    run = [sd("Starting x...", inv="b" * 32)] + [out(f"line {n}", "b" * 32) for n in range(50)]
+    asked = []
+
+    def first_of(inv):
+        asked.append(inv)
+        return run[0]
+
+    newest = list(reversed(run))
+    assert find_run_start(iter(newest), NAMES, limit=10, first_of=first_of)["MESSAGE"] == "Starting x..."
+    assert asked == ["b" * 32]
+    # without the index, the oldest entry looked at, as before
+    assert find_run_start(iter(newest), NAMES, limit=10)["MESSAGE"] == "line 40"
+    # a run found within the scan does not ask
+    assert find_run_start(iter(newest), NAMES, limit=100, first_of=first_of)["MESSAGE"] == "Starting x..."
+    assert asked == ["b" * 32]
+
+
 def test_parse_span_and_since():
     assert parse_span("20m") == 1200
     assert parse_span("90s") == 90
@@ -197,6 +215,21 @@ def test_latest_run_only_and_multiline_messages(journals, capsys, monkeypatch, b
         "server_args", "distributed_init", "weight_loading", "kv_cache_alloc", "cuda_graph_capture"]
     assert any(e["event"] == "stopped" for e in ev)
     assert ev[-1]["event"] == "end" and ev[-1]["status"] == "failed"
+
+
+@needs_journal_remote
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_run_longer_than_the_scan_is_read_from_its_start(tmp_path, capsys, monkeypatch, backend):
+    """A unit up for a day holds more entries since its start than the newest-first scan looks at: its
+    start is found by the run's invocation id, not taken as the oldest entry the scan reached."""
+    pack = rule_pack(tmp_path)
+    serving = [(T0 + 200 + n, sglang(T0 + 200 + n, f"Decode batch. #running-req: {n % 7}")) for n in range(300)]
+    j = tmp_path / "long.journal"
+    write_journal(j, unit_entries(startup() + ready_tail() + serving))
+    monkeypatch.setattr(journald, "SCAN_LIMIT", 50)
+    code, ev = run(capsys, monkeypatch, backend, str(pack), files=[str(j)])
+    assert ev[0]["event"] == "follow" and f"Starting {SERVICE}" in ev[0]["start"]
+    assert ev[-1]["event"] == "end" and ev[-1]["status"] == "ready"
 
 
 @needs_journal_remote

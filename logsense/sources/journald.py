@@ -16,7 +16,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import IO, TYPE_CHECKING
 
@@ -107,18 +107,23 @@ def entry_epoch(entry: dict) -> float | None:
     return int(ts) / 1e6 if isinstance(ts, str) and ts.isdigit() else None
 
 
-def find_run_start(newest_first: Iterator[dict], names: tuple[str, ...], limit: int = SCAN_LIMIT) -> dict | None:
+def find_run_start(newest_first: Iterator[dict], names: tuple[str, ...], limit: int = SCAN_LIMIT,
+                   first_of: Callable[[str], dict | None] | None = None) -> dict | None:
     """The first entry of the unit's latest run, looking from the newest entry back.
 
     A run begins at systemd's "Starting" entry; it also ends (going back) where another
     invocation id appears, or at a stop of the previous run once this run's "Started" was
-    passed (services that log only "Started"). With no such mark, the oldest entry looked at.
+    passed (services that log only "Started"). With no such mark within `limit` entries, the
+    run's first entry by its invocation id (`first_of`, the journal's own index), else the
+    oldest entry looked at.
     """
     first = None
     inv = None
     started = False
     for n, e in enumerate(newest_first):
         if n >= limit:
+            if inv is not None and first_of is not None:
+                return first_of(inv) or first
             break
         life = lifecycle(e, names)
         eid = invocation(e)
@@ -266,7 +271,7 @@ class JournalSource:
         else:
             entries = self._impl.newest_first()
             try:
-                first = find_run_start(entries, self.names)
+                first = find_run_start(entries, self.names, SCAN_LIMIT, self._impl.first_of)
             finally:
                 entries.close()  # type: ignore[attr-defined]
             self.run_start = first
@@ -301,6 +306,10 @@ class _Backend:
         raise NotImplementedError
 
     def start(self, cursor: str | None = None, since: float | None = None) -> None:
+        raise NotImplementedError
+
+    def first_of(self, invocation: str) -> dict | None:
+        """The oldest entry of one invocation of the unit (its own lines or systemd's about it)."""
         raise NotImplementedError
 
     def read(self, timeout: float) -> list[dict]:
@@ -409,17 +418,7 @@ class _ReaderBackend(_Backend):
         from systemd import journal
 
         self.src = src
-        try:
-            if src.files:
-                r = journal.Reader(files=src.files)
-            elif src.directory:
-                r = journal.Reader(path=src.directory)
-            else:
-                r = journal.Reader()
-        except OSError as e:
-            where = ", ".join(src.files) or src.directory or "the system journal"
-            raise SourceError(f"{where}: not a readable journal ({e.strerror or e})") from None
-        self.r = r
+        self.r = r = self._open()
         if boot is not None:
             boot_id = self._boot_id(*boot)
             r.add_match(_BOOT_ID=boot_id)
@@ -428,6 +427,32 @@ class _ReaderBackend(_Backend):
             if i:
                 r.add_disjunction()
             r.add_match(*[f"{fld}={n}" for n in src.names])
+
+    def _open(self):
+        from systemd import journal
+
+        src = self.src
+        try:
+            if src.files:
+                return journal.Reader(files=src.files)
+            if src.directory:
+                return journal.Reader(path=src.directory)
+            return journal.Reader()
+        except OSError as e:
+            where = ", ".join(src.files) or src.directory or "the system journal"
+            raise SourceError(f"{where}: not a readable journal ({e.strerror or e})") from None
+
+    def first_of(self, invocation: str) -> dict | None:
+        r = self._open()  # a reader of its own: this one's matches stay as they are
+        try:
+            r.add_match(_SYSTEMD_INVOCATION_ID=invocation)
+            r.add_disjunction()
+            r.add_match(INVOCATION_ID=invocation)
+            r.seek_head()
+            e = r.get_next()
+            return _plain(e) if e else None
+        finally:
+            r.close()
 
     def _boot_id(self, boot_id: str | None, offset: int | None) -> str:
         if boot_id:
@@ -514,6 +539,7 @@ class _JournalctlBackend(_Backend):
             args.append(f"--file={f}")
         if src.directory:
             args.append(f"--directory={src.directory}")
+        self.where = list(args)  # the journal read, without the matches
         if boot is not None:
             args.append(f"--boot={boot}")
         for i, fld in enumerate(UNIT_FIELDS if src.names else ()):
@@ -526,13 +552,14 @@ class _JournalctlBackend(_Backend):
         self._buf = bytearray()
         self._pending: list[dict] = []
 
-    def _spawn(self, extra: list[str]) -> tuple[subprocess.Popen, IO[bytes]]:
+    def _spawn(self, extra: list[str], base: list[str] | None = None) -> tuple[subprocess.Popen, IO[bytes]]:
         import subprocess
         import tempfile
 
         err = tempfile.TemporaryFile()
         try:
-            p = subprocess.Popen(self.base + extra, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+            p = subprocess.Popen((base or self.base) + extra, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=err)
         except OSError as e:
             err.close()
             raise SourceError(f"cannot run journalctl: {e.strerror or e}") from None
@@ -564,6 +591,23 @@ class _JournalctlBackend(_Backend):
                 exc = self._failure(p, err)
                 err.close()
                 raise exc
+            err.close()
+
+    def first_of(self, invocation: str) -> dict | None:
+        p, err = self._spawn([f"_SYSTEMD_INVOCATION_ID={invocation}", "+", f"INVOCATION_ID={invocation}"],
+                             base=self.where)
+        try:
+            assert p.stdout is not None
+            for raw in p.stdout:
+                entry = _json(raw)
+                if entry is not None:
+                    return entry
+            return None
+        finally:
+            p.kill()
+            p.wait()
+            if p.stdout is not None:
+                p.stdout.close()
             err.close()
 
     def start(self, cursor: str | None = None, since: float | None = None) -> None:
