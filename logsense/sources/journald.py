@@ -415,8 +415,6 @@ def _plain(entry: dict) -> dict:
 
 class _ReaderBackend(_Backend):
     def __init__(self, src: JournalSource, boot: tuple[str | None, int | None] | None) -> None:
-        from systemd import journal
-
         self.src = src
         self.r = r = self._open()
         if boot is not None:
