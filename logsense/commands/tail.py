@@ -242,7 +242,7 @@ def _open(kind, target, rules, files, directory, since, until, boot, from_start,
         return FileSource(target, rules, from_start=from_start, follow=follow, resume_at=start, keep=keep)
     return JournalItems(target, files=files, directory=directory, since=since, until=until, boot=boot,
                         from_start=from_start, follow=follow, cursor=(start or {}).get("cursor"),
-                        line=(start or {}).get("line", 0))
+                        line=(start or {}).get("line", 0), keep=None if start else keep)
 
 
 def _span(option: str, text: str) -> float:

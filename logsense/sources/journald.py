@@ -16,9 +16,9 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta, timezone
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import subprocess
@@ -30,6 +30,7 @@ BACKEND_ENV = "LOGSENSE_JOURNAL_BACKEND"
 BACKENDS = ("auto", "systemd", "journalctl")
 JOURNAL_DIRS = ("/run/log/journal", "/var/log/journal")
 SCAN_LIMIT = 200_000  # entries looked at, newest first, to find where the latest run began
+JUMP_AFTER = 2_000  # past this many, a run with an invocation id is looked up by it in the journal's index
 BATCH = 2000  # entries handed out per read, so a long backlog does not hold up the live view
 UNIT_FIELDS = ("_SYSTEMD_UNIT", "UNIT", "OBJECT_SYSTEMD_UNIT")
 _UNIT_SUFFIXES = (".service", ".socket", ".target", ".scope", ".slice", ".mount", ".timer", ".path", ".swap")
@@ -113,15 +114,15 @@ def find_run_start(newest_first: Iterator[dict], names: tuple[str, ...], limit: 
 
     A run begins at systemd's "Starting" entry; it also ends (going back) where another
     invocation id appears, or at a stop of the previous run once this run's "Started" was
-    passed (services that log only "Started"). With no such mark within `limit` entries, the
-    run's first entry by its invocation id (`first_of`, the journal's own index), else the
-    oldest entry looked at.
+    passed (services that log only "Started"). A run longer than JUMP_AFTER entries with an
+    invocation id begins at that id's first entry (`first_of`, the journal's own index);
+    without one, at the oldest entry looked at.
     """
     first = None
     inv = None
     started = False
     for n, e in enumerate(newest_first):
-        if n >= limit:
+        if n >= limit or (n >= JUMP_AFTER and inv is not None and first_of is not None):
             if inv is not None and first_of is not None:
                 return first_of(inv) or first
             break
@@ -262,6 +263,7 @@ class JournalSource:
         finally:
             entries.close()  # type: ignore[attr-defined]
         self.newest_cursor: str | None = newest.get("__CURSOR") if newest else None
+        self.newest_usec = int(newest.get("__REALTIME_TIMESTAMP") or 0) if newest else 0
         if cursor:
             self._impl.start(cursor=cursor)
         elif since_epoch is not None:
@@ -295,12 +297,39 @@ class JournalSource:
             self.done = True
         return out
 
+    @property
+    def lean(self) -> bool:
+        """Whether a backlog can be read by blocks (`take_lean`, `entries_at`): the binding can, journalctl not."""
+        return self._impl.lean
+
+    def take_lean(self, limit: int) -> LeanBatch:
+        """Up to `limit` entries from here: their messages and times only."""
+        return self._impl.take_lean(limit)
+
+    def entries_at(self, first_cursor: str, indices: Iterable[int]) -> Iterator[dict]:
+        """Whole entries, counted from the one at `first_cursor`, without moving this source."""
+        return self._impl.entries_at(first_cursor, indices)
+
+    def rewind(self, cursor: str) -> None:
+        """Read on from the entry at `cursor` (itself included)."""
+        self._impl.start(cursor=cursor)
+
     def close(self) -> None:
         self._impl.close()
 
 
+class LeanBatch(NamedTuple):
+    """Entries read for their messages alone (`take_lean`)."""
+
+    first: str | None  # the first entry's cursor
+    last: str | None  # the last one's
+    messages: list[bytes]
+    times: list[int]  # __REALTIME_TIMESTAMP, usec
+
+
 class _Backend:
     exhausted = False
+    lean = False
 
     def newest_first(self) -> Iterator[dict]:
         raise NotImplementedError
@@ -310,6 +339,12 @@ class _Backend:
 
     def first_of(self, invocation: str) -> dict | None:
         """The oldest entry of one invocation of the unit (its own lines or systemd's about it)."""
+        raise NotImplementedError
+
+    def take_lean(self, limit: int) -> LeanBatch:
+        raise NotImplementedError
+
+    def entries_at(self, first_cursor: str, indices: Iterable[int]) -> Iterator[dict]:
         raise NotImplementedError
 
     def read(self, timeout: float) -> list[dict]:
@@ -416,15 +451,20 @@ def _plain(entry: dict) -> dict:
 class _ReaderBackend(_Backend):
     def __init__(self, src: JournalSource, boot: tuple[str | None, int | None] | None) -> None:
         self.src = src
-        self.r = r = self._open()
-        if boot is not None:
-            boot_id = self._boot_id(*boot)
-            r.add_match(_BOOT_ID=boot_id)
+        self.r = self._open()
+        self._side: Any = None  # the reader of `entries_at`
+        self._boot = self._boot_id(*boot) if boot is not None else None
+        self._match(self.r)
+
+    def _match(self, r) -> None:
+        """The boot and unit matches of this source, on reader `r`."""
+        if self._boot is not None:
+            r.add_match(_BOOT_ID=self._boot)
             r.add_conjunction()
-        for i, fld in enumerate(UNIT_FIELDS if src.names else ()):
+        for i, fld in enumerate(UNIT_FIELDS if self.src.names else ()):
             if i:
                 r.add_disjunction()
-            r.add_match(*[f"{fld}={n}" for n in src.names])
+            r.add_match(*[f"{fld}={n}" for n in self.src.names])
 
     def _open(self):
         from systemd import journal
@@ -439,6 +479,42 @@ class _ReaderBackend(_Backend):
         except OSError as e:
             where = ", ".join(src.files) or src.directory or "the system journal"
             raise SourceError(f"{where}: not a readable journal ({e.strerror or e})") from None
+
+    lean = True  # reads a backlog's messages alone, and whole entries only where asked (`take_lean`, `entries_at`)
+
+    def take_lean(self, limit: int) -> LeanBatch:
+        """Up to `limit` entries from here, read lean: each MESSAGE (bytes) and time (usec), the first one's and
+        the last one's cursor; whole entries are read again by `entries_at` where they are needed."""
+        r = self.r
+        nxt, get, realtime = r._next, r._get, r._get_realtime
+        msgs: list[bytes] = []
+        times: list[int] = []
+        first = None
+        while len(msgs) < limit and nxt():
+            if first is None:
+                first = r._get_cursor()
+            try:
+                msgs.append(get("MESSAGE"))
+            except KeyError:  # an entry without a MESSAGE field
+                msgs.append(b"")
+            times.append(realtime())
+        return LeanBatch(first, r._get_cursor() if msgs else None, msgs, times)
+
+    def entries_at(self, first_cursor: str, indices: Iterable[int]) -> Iterator[dict]:
+        """The whole entries at `indices` (ascending) counted from the one at `first_cursor`, as `read` gives them;
+        read by a reader of its own, so this one's position stays where it is."""
+        if self._side is None:
+            self._side = self._open()
+            self._match(self._side)
+        side = self._side
+        side.seek_cursor(first_cursor)
+        at = -1
+        for i in indices:
+            e = side.get_next(i - at)
+            at = i
+            if not e:
+                return
+            yield _plain(e)
 
     def first_of(self, invocation: str) -> dict | None:
         r = self._open()  # a reader of its own: this one's matches stay as they are
@@ -514,10 +590,12 @@ class _ReaderBackend(_Backend):
         return out
 
     def close(self) -> None:
-        try:
-            self.r.close()
-        except Exception:  # noqa: BLE001 - closing must not hide the reason we stop
-            pass
+        for r in (self.r, self._side):
+            try:
+                if r is not None:
+                    r.close()
+            except Exception:  # noqa: BLE001 - closing must not hide the reason we stop
+                pass
 
 
 # -- journalctl -o json ------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from logsense.timeline import RESTART_AFTER, RESTART_PHASE
 SCAN_BYTES = 256 << 20  # how far back from a file's end its latest startup is looked for
 CATCH_UP_MIN = 1 << 20  # a backlog this big or bigger is read by blocks, its lines that no stage needs passed over
 CATCH_UP_BLOCK = 4 << 20
+JOURNAL_CATCH_UP = 20_000  # a journal backlog this many entries long or longer is read by blocks (the binding only)
+JOURNAL_BLOCK = 50_000  # entries read at once when reading by blocks
 # systemd's words in a file (`systemd_word`): a line that holds one is never passed over
 _SYSTEMD_LITERALS = (b"Starting ", b"Started ", b"Stopping ", b"Stopped ", b"Failed to start ", b"Main process exited",
                      b"Control process exited", b"Failed with result", b"Deactivated successfully")
@@ -243,6 +245,39 @@ class _Backlog:
         return out
 
 
+class JournalGap(Gap):
+    """Entries of a journal backlog that hold no literal any stage needs (one line each), read in whole only
+    when the session must read them."""
+
+    __slots__ = ("_journal", "_first", "_messages", "_times", "_from", "_to")
+
+    def __init__(self, journal: JournalItems, first_cursor: str, messages: list[bytes], times: list[int],
+                 start: int, end: int, first_line: int) -> None:
+        self._journal, self._first = journal, first_cursor
+        self._messages, self._times = messages, times
+        self._from, self._to = start, end  # the block's entries [start, end)
+        self.first_line, self.last_line = first_line, first_line + end - start - 1
+
+    def items(self, from_line: int | None = None) -> Iterator[Item]:
+        skip = max((from_line or self.first_line) - self.first_line, 0)
+        wanted = range(self._from + skip, self._to)
+        entries = self._journal.src.entries_at(self._first, wanted)
+        for line, e in enumerate(entries, self.first_line + skip):
+            yield self._journal._item(e, line, None)
+
+    def last_dated(self, from_line: int, to_line: int) -> Record | None:
+        """Every journal entry has a time: the record of the entry at `to_line`."""
+        if to_line < from_line:
+            return None
+        i = self._from + to_line - self.first_line
+        e = next(self._journal.src.entries_at(self._first, [i]), None)
+        return next((r for r in Normalizer().feed_entry(to_line, e) if r.time), None) if e else None
+
+    @property
+    def nonblank(self) -> bool:
+        return any(self._messages[i].strip() for i in range(self._from, self._to))
+
+
 def _journal_json(path: str, offset: int) -> bool:
     """Whether the file holds `journalctl -o json` entries from `offset` (read line by line: the text is in JSON)."""
     try:
@@ -315,11 +350,18 @@ class JournalItems:
 
     def __init__(self, unit: str | None, *, files: list[str], directory: str | None, since: str | None,
                  until: str | None, boot: str | None, from_start: bool, follow: bool,
-                 cursor: str | None = None, line: int = 0) -> None:
+                 cursor: str | None = None, line: int = 0, keep: Keep | None = None) -> None:
+        """`keep`: what a backlog read by blocks must not pass over (None: every entry is read)."""
         since_arg = "@0" if from_start and not since else since
         self.src = journald.JournalSource(unit, files=files, directory=directory,
                                           since=None if cursor else since_arg, boot=None if cursor else boot,
                                           cursor=cursor, follow=follow)
+        # a unit's latest run, read from its start by the binding, goes by blocks: not a resume (a replay goes
+        # entry by entry to the saved position), not every run of the journal (history), not every unit
+        self._keep = keep if (keep is not None and self.src.lean and self.src.names and not cursor
+                              and not from_start and self.src.newest_cursor is not None) else None
+        self._scanner: object | None = None
+        self._blocks = 0  # blocks read so far
         self.until = journald.parse_since(until) if until else None
         self.names = self.src.names
         self.normalizer = Normalizer()
@@ -355,6 +397,10 @@ class JournalItems:
     def read(self, timeout: float) -> list[Item | Gap]:
         if self._past_until:
             return []
+        if self._keep is not None and self._backlog:
+            blocks = self._read_block()
+            if blocks is not None:
+                return blocks
         entries = self.src.read(timeout)
         out: list[Item | Gap] = []
         for e in entries:
@@ -364,16 +410,85 @@ class JournalItems:
             if self.until is not None and epoch is not None and epoch > self.until:
                 self._past_until = True
                 break
-            where = {"cursor": e.get("__CURSOR"), "usec": e.get("__REALTIME_TIMESTAMP"), "line": self.line}
-            recs = tuple(self.normalizer.feed_entry(self.line + 1, e))
-            if recs:
-                self.line = recs[-1].line
+            item = self._item(e, self.line + 1, {"cursor": e.get("__CURSOR"), "usec": e.get("__REALTIME_TIMESTAMP"),
+                                                 "line": self.line})
+            if item.records:
+                self.line = item.records[-1].line
             self._cursor = e.get("__CURSOR") or self._cursor
             self._usec = e.get("__REALTIME_TIMESTAMP") or self._usec
-            out.append(Item(recs, life=journald.lifecycle(e, self.names), text=journald.message(e),
-                            at=utc(epoch), run=self._run(e), where=where))
+            out.append(item)
         # what was in the journal when reading began is read to its newest entry before anything is decided
         self.caught_up = self.ended or (not self._backlog and len(entries) < journald.BATCH)
+        return out
+
+    def _item(self, e: dict, line: int, where: dict | None) -> Item:
+        """The item of one entry, its records numbered from `line`, through this source's normalizer."""
+        recs = tuple(self.normalizer.feed_entry(line, e))
+        return Item(recs, life=journald.lifecycle(e, self.names), text=journald.message(e),
+                    at=utc(journald.entry_epoch(e)), run=self._run(e), where=where)
+
+    def _read_block(self) -> list[Item | Gap] | None:
+        """The backlog's next block of entries, as `_Backlog` reads a file's: the entries holding a literal, the
+        run's first and the backlog's last ones become items, the runs between them gaps. None: read entry by
+        entry (a short backlog, or its end)."""
+        assert self._keep is not None
+        batch = self.src.take_lean(JOURNAL_BLOCK)
+        first = self._blocks == 0
+        self._blocks += 1
+        if not batch.messages or batch.first is None:
+            self._keep = None
+            return None
+        if first and len(batch.messages) < JOURNAL_CATCH_UP:
+            self._keep = None  # short: entry by entry, from the first one again
+            self.src.rewind(batch.first)
+            return None
+        msgs, times = batch.messages, batch.times
+        n = len(msgs)
+        if self.until is not None:
+            limit = self.until * 1e6
+            n = next((i for i, t in enumerate(times) if t > limit), n)
+            self._past_until = n < len(msgs)
+        # the backlog ends in this block: its newest entry when reading began is in it (or the journal's end)
+        whole = (len(batch.messages) < JOURNAL_BLOCK or self._past_until or batch.last == self.src.newest_cursor
+                 or times[-1] > self.src.newest_usec)
+        if self._scanner is None:
+            self._scanner = search_backend([*self._keep.cs, *_SYSTEMD_LITERALS], self._keep.ci)
+        # one line per entry: an entry of several lines is always an item (its lines are numbered as read)
+        several = {i for i in range(n) if b"\n" in msgs[i]}
+        data = b"\n".join(m.replace(b"\n", b" ") if i in several else m for i, m in enumerate(msgs[:n])) + b"\n"
+        found = lines_found(data, self._scanner)
+        wanted = set(found.before or ()) | several
+        if first:
+            wanted.add(0)  # the run's first entry, whatever it holds
+        # the last entries of every block: whichever block the backlog ends in, its last `tail` entries are items
+        wanted.update(range(max(n - max(self._keep.tail, 1), 0), n))
+        wanted = {i for i in wanted if i < n}
+        out: list[Item | Gap] = []
+        entries = self.src.entries_at(batch.first, sorted(wanted))
+        at = 0  # the next entry not yet in `out`
+        for i in sorted(wanted):
+            if i > at:
+                out.append(JournalGap(self, batch.first, msgs, times, at, i, self.line + 1))
+                self.line += i - at
+            e = next(entries, None)
+            if e is None:  # the journal lost the entry since (rotated, vacuumed): read on entry by entry
+                break
+            item = self._item(e, self.line + 1, {"cursor": e.get("__CURSOR"), "usec": e.get("__REALTIME_TIMESTAMP"),
+                                                 "line": self.line})
+            if item.records:
+                self.line = item.records[-1].line
+            out.append(item)
+            at = i + 1
+        else:
+            if at < n:
+                out.append(JournalGap(self, batch.first, msgs, times, at, n, self.line + 1))
+                self.line += n - at
+        self._cursor = batch.last
+        self._usec = str(times[n - 1]) if n else self._usec
+        if whole:
+            self._backlog = False
+            self._keep = None
+        self.caught_up = self.ended or not self._backlog
         return out
 
     def _run(self, e: dict) -> str | None:
