@@ -101,7 +101,7 @@ def main() -> int:
     cases: dict[str, str] = {}
     for name, tree in trees.items():
         py = f"PYTHONPATH={q(str(tree))} {q(sys.executable)} -P -m logsense"
-        cases[f"{name}|journalctl -o cat | analyze -"] = (
+        cases[f"{name}|journalctl -o cat piped to analyze -"] = (
             f"journalctl -D {q(str(d))} -u {UNIT} -o cat --no-pager | {py} analyze - --format json")
         for backend in ("systemd", "journalctl"):
             cases[f"{name}|tail jsonl ({backend})"] = (
@@ -111,8 +111,8 @@ def main() -> int:
     print("| tree | command | wall s | CPU s | peak RSS MiB | entries/s | x the pipe (wall, median of rounds) |")
     print("|---|---|---|---|---|---|---|")
     for key, samples in got.items():
-        name, label = key.split("|")
-        ref = got[f"{name}|journalctl -o cat | analyze -"]
+        name, label = key.split("|", 1)
+        ref = got[f"{name}|journalctl -o cat piped to analyze -"]
         ratio = statistics.median(s.wall / r.wall for s, r in zip(samples, ref, strict=True))
         wall = statistics.median(s.wall for s in samples)
         print(f"| {name} | `{label}` | {wall:.2f} | {statistics.median(s.cpu for s in samples):.2f} | "

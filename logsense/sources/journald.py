@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta, timezone
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import subprocess
@@ -452,7 +452,8 @@ class _ReaderBackend(_Backend):
     def __init__(self, src: JournalSource, boot: tuple[str | None, int | None] | None) -> None:
         self.src = src
         self.r = self._open()
-        self._side: Any = None  # the reader of `entries_at`
+        self._pos: str | None = None  # the cursor of the last entry read in order
+        self._moved = False  # `entries_at` moved the reader away from it
         self._boot = self._boot_id(*boot) if boot is not None else None
         self._match(self.r)
 
@@ -485,6 +486,7 @@ class _ReaderBackend(_Backend):
     def take_lean(self, limit: int) -> LeanBatch:
         """Up to `limit` entries from here, read lean: each MESSAGE (bytes) and time (usec), the first one's and
         the last one's cursor; whole entries are read again by `entries_at` where they are needed."""
+        self._back()
         r = self.r
         nxt, get, realtime = r._next, r._get, r._get_realtime
         msgs: list[bytes] = []
@@ -498,19 +500,19 @@ class _ReaderBackend(_Backend):
             except KeyError:  # an entry without a MESSAGE field
                 msgs.append(b"")
             times.append(realtime())
-        return LeanBatch(first, r._get_cursor() if msgs else None, msgs, times)
+        if msgs:
+            self._pos = r._get_cursor()
+        return LeanBatch(first, self._pos if msgs else None, msgs, times)
 
     def entries_at(self, first_cursor: str, indices: Iterable[int]) -> Iterator[dict]:
         """The whole entries at `indices` (ascending) counted from the one at `first_cursor`, as `read` gives them;
-        read by a reader of its own, so this one's position stays where it is."""
-        if self._side is None:
-            self._side = self._open()
-            self._match(self._side)
-        side = self._side
-        side.seek_cursor(first_cursor)
+        the next read in order goes on from where it was (one reader: a second one would map the files again)."""
+        self._moved = True
+        r = self.r
+        r.seek_cursor(first_cursor)
         at = -1
         for i in indices:
-            e = side.get_next(i - at)
+            e = r.get_next(i - at)
             at = i
             if not e:
                 return
@@ -561,7 +563,16 @@ class _ReaderBackend(_Backend):
                 return
             yield _plain(e)
 
+    def _back(self) -> None:
+        """Back to the last entry read in order, after `entries_at` read elsewhere."""
+        if self._moved:
+            self._moved = False
+            if self._pos is not None:
+                self.r.seek_cursor(self._pos)
+                self.r._next()  # onto it: the next entry read is the one after it
+
     def start(self, cursor: str | None = None, since: float | None = None) -> None:
+        self._pos, self._moved = None, False
         if cursor:
             self.r.seek_cursor(cursor)
         elif since is not None:
@@ -581,21 +592,22 @@ class _ReaderBackend(_Backend):
         return self._take()
 
     def _take(self) -> list[dict]:
+        self._back()
         out: list[dict] = []
         while len(out) < BATCH:
             e = self.r.get_next()
             if not e:
                 break
             out.append(_plain(e))
+        if out:
+            self._pos = out[-1].get("__CURSOR") or self._pos
         return out
 
     def close(self) -> None:
-        for r in (self.r, self._side):
-            try:
-                if r is not None:
-                    r.close()
-            except Exception:  # noqa: BLE001 - closing must not hide the reason we stop
-                pass
+        try:
+            self.r.close()
+        except Exception:  # noqa: BLE001 - closing must not hide the reason we stop
+            pass
 
 
 # -- journalctl -o json ------------------------------------------------------------------------
