@@ -662,7 +662,11 @@ class _JournalctlBackend(_Backend):
         return SourceError(f"{where}: journalctl: {text[-1] if text else f'exit status {p.returncode}'}")
 
     def newest_first(self) -> Iterator[dict]:
-        p, err = self._spawn(["--reverse", "--output-fields=" + ",".join(_SCAN_FIELDS)])
+        return self._entries(["--reverse", "--output-fields=" + ",".join(_SCAN_FIELDS)])
+
+    def _entries(self, extra: list[str], base: list[str] | None = None) -> Iterator[dict]:
+        """The entries one journalctl run prints; the run is stopped when the caller stops taking them."""
+        p, err = self._spawn(extra, base)
         finished = False
         try:
             assert p.stdout is not None
@@ -682,21 +686,12 @@ class _JournalctlBackend(_Backend):
             err.close()
 
     def first_of(self, invocation: str) -> dict | None:
-        p, err = self._spawn([f"_SYSTEMD_INVOCATION_ID={invocation}", "+", f"INVOCATION_ID={invocation}"],
-                             base=self.where)
+        entries = self._entries([f"_SYSTEMD_INVOCATION_ID={invocation}", "+", f"INVOCATION_ID={invocation}"],
+                                base=self.where)
         try:
-            assert p.stdout is not None
-            for raw in p.stdout:
-                entry = _json(raw)
-                if entry is not None:
-                    return entry
-            return None
+            return next(entries, None)
         finally:
-            p.kill()
-            p.wait()
-            if p.stdout is not None:
-                p.stdout.close()
-            err.close()
+            entries.close()  # type: ignore[attr-defined]
 
     def start(self, cursor: str | None = None, since: float | None = None) -> None:
         extra = ["--no-tail"]  # --follow alone shows only the last 10 entries, even after --cursor
