@@ -249,12 +249,11 @@ class JournalGap(Gap):
     """Entries of a journal backlog that hold no literal any stage needs (one line each), read in whole only
     when the session must read them."""
 
-    __slots__ = ("_journal", "_first", "_messages", "_times", "_from", "_to")
+    __slots__ = ("_journal", "_first", "_messages", "_from", "_to")
 
-    def __init__(self, journal: JournalItems, first_cursor: str, messages: list[bytes], times: list[int],
-                 start: int, end: int, first_line: int) -> None:
-        self._journal, self._first = journal, first_cursor
-        self._messages, self._times = messages, times
+    def __init__(self, journal: JournalItems, first_cursor: str, messages: list[bytes], start: int, end: int,
+                 first_line: int) -> None:
+        self._journal, self._first, self._messages = journal, first_cursor, messages
         self._from, self._to = start, end  # the block's entries [start, end)
         self.first_line, self.last_line = first_line, first_line + end - start - 1
 
@@ -468,7 +467,7 @@ class JournalItems:
         at = 0  # the next entry not yet in `out`
         for i in sorted(wanted):
             if i > at:
-                out.append(JournalGap(self, batch.first, msgs, times, at, i, self.line + 1))
+                out.append(JournalGap(self, batch.first, msgs, at, i, self.line + 1))
                 self.line += i - at
             e = next(entries, None)
             if e is None:  # the journal lost the entry since (rotated, vacuumed): read on entry by entry
@@ -481,7 +480,7 @@ class JournalItems:
             at = i + 1
         else:
             if at < n:
-                out.append(JournalGap(self, batch.first, msgs, times, at, n, self.line + 1))
+                out.append(JournalGap(self, batch.first, msgs, at, n, self.line + 1))
                 self.line += n - at
         self._cursor = batch.last
         self._usec = str(times[n - 1]) if n else self._usec
