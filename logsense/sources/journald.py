@@ -123,9 +123,7 @@ def find_run_start(newest_first: Iterator[dict], names: tuple[str, ...], limit: 
     started = False
     for n, e in enumerate(newest_first):
         if n >= limit or (n >= JUMP_AFTER and inv is not None and first_of is not None):
-            if inv is not None and first_of is not None:
-                return first_of(inv) or first
-            break
+            return (first_of(inv) if inv is not None and first_of is not None else None) or first
         life = lifecycle(e, names)
         eid = invocation(e)
         if eid:
@@ -449,23 +447,20 @@ def _plain(entry: dict) -> dict:
 
 
 class _ReaderBackend(_Backend):
+    lean = True  # reads a backlog's messages alone, and whole entries only where asked (`take_lean`, `entries_at`)
+
     def __init__(self, src: JournalSource, boot: tuple[str | None, int | None] | None) -> None:
         self.src = src
-        self.r = self._open()
+        self.r = r = self._open()
         self._pos: str | None = None  # the cursor of the last entry read in order
         self._moved = False  # `entries_at` moved the reader away from it
-        self._boot = self._boot_id(*boot) if boot is not None else None
-        self._match(self.r)
-
-    def _match(self, r) -> None:
-        """The boot and unit matches of this source, on reader `r`."""
-        if self._boot is not None:
-            r.add_match(_BOOT_ID=self._boot)
+        if boot is not None:
+            r.add_match(_BOOT_ID=self._boot_id(*boot))
             r.add_conjunction()
-        for i, fld in enumerate(UNIT_FIELDS if self.src.names else ()):
+        for i, fld in enumerate(UNIT_FIELDS if src.names else ()):
             if i:
                 r.add_disjunction()
-            r.add_match(*[f"{fld}={n}" for n in self.src.names])
+            r.add_match(*[f"{fld}={n}" for n in src.names])
 
     def _open(self):
         from systemd import journal
@@ -480,8 +475,6 @@ class _ReaderBackend(_Backend):
         except OSError as e:
             where = ", ".join(src.files) or src.directory or "the system journal"
             raise SourceError(f"{where}: not a readable journal ({e.strerror or e})") from None
-
-    lean = True  # reads a backlog's messages alone, and whole entries only where asked (`take_lean`, `entries_at`)
 
     def take_lean(self, limit: int) -> LeanBatch:
         """Up to `limit` entries from here, read lean: each MESSAGE (bytes) and time (usec), the first one's and

@@ -360,7 +360,7 @@ class JournalItems:
         self._keep = keep if (keep is not None and self.src.lean and self.src.names and not cursor
                               and not from_start and self.src.newest_cursor is not None) else None
         self._scanner: object | None = None
-        self._blocks = 0  # blocks read so far
+        self._first_block = True
         self.until = journald.parse_since(until) if until else None
         self.names = self.src.names
         self.normalizer = Normalizer()
@@ -409,16 +409,20 @@ class JournalItems:
             if self.until is not None and epoch is not None and epoch > self.until:
                 self._past_until = True
                 break
-            item = self._item(e, self.line + 1, {"cursor": e.get("__CURSOR"), "usec": e.get("__REALTIME_TIMESTAMP"),
-                                                 "line": self.line})
-            if item.records:
-                self.line = item.records[-1].line
+            out.append(self._next_item(e))
             self._cursor = e.get("__CURSOR") or self._cursor
             self._usec = e.get("__REALTIME_TIMESTAMP") or self._usec
-            out.append(item)
         # what was in the journal when reading began is read to its newest entry before anything is decided
         self.caught_up = self.ended or (not self._backlog and len(entries) < journald.BATCH)
         return out
+
+    def _next_item(self, e: dict) -> Item:
+        """The item of the entry read next in order: numbered after the last line, with its place (--resume)."""
+        item = self._item(e, self.line + 1, {"cursor": e.get("__CURSOR"), "usec": e.get("__REALTIME_TIMESTAMP"),
+                                             "line": self.line})
+        if item.records:
+            self.line = item.records[-1].line
+        return item
 
     def _item(self, e: dict, line: int, where: dict | None) -> Item:
         """The item of one entry, its records numbered from `line`, through this source's normalizer."""
@@ -432,8 +436,7 @@ class JournalItems:
         entry (a short backlog, or its end)."""
         assert self._keep is not None
         batch = self.src.take_lean(JOURNAL_BLOCK)
-        first = self._blocks == 0
-        self._blocks += 1
+        first, self._first_block = self._first_block, False
         if not batch.messages or batch.first is None:
             self._keep = None
             return None
@@ -461,7 +464,6 @@ class JournalItems:
             wanted.add(0)  # the run's first entry, whatever it holds
         # the last entries of every block: whichever block the backlog ends in, its last `tail` entries are items
         wanted.update(range(max(n - max(self._keep.tail, 1), 0), n))
-        wanted = {i for i in wanted if i < n}
         out: list[Item | Gap] = []
         entries = self.src.entries_at(batch.first, sorted(wanted))
         at = 0  # the next entry not yet in `out`
@@ -470,13 +472,9 @@ class JournalItems:
                 out.append(JournalGap(self, batch.first, msgs, at, i, self.line + 1))
                 self.line += i - at
             e = next(entries, None)
-            if e is None:  # the journal lost the entry since (rotated, vacuumed): read on entry by entry
+            if e is None:  # the journal lost the entry since (rotated, vacuumed): the block ends here
                 break
-            item = self._item(e, self.line + 1, {"cursor": e.get("__CURSOR"), "usec": e.get("__REALTIME_TIMESTAMP"),
-                                                 "line": self.line})
-            if item.records:
-                self.line = item.records[-1].line
-            out.append(item)
+            out.append(self._next_item(e))
             at = i + 1
         else:
             if at < n:
