@@ -62,7 +62,12 @@ def _raised_where_said(rule: CompiledRule, event: Event) -> bool:
         return True
     # an attribute lookup that fails inside a __getattr__ (torch's nn.Module has one) is the caller's
     frames = [f for f in frame_lines(event) if not f.message.rstrip().endswith(("in __getattr__", "in __getattribute__"))]
-    return not frames or re.search(where, frames[-1].message) is not None
+    if not frames or re.search(where, frames[-1].message) is not None:
+        return True
+    # a chain cut before its last exception line: the last exception shown may be placed instead
+    raised = exception_lines(event)
+    before = [f for f in frames if raised and f.line < raised[-1].line]
+    return bool(before) and before[-1] is not frames[-1] and re.search(where, before[-1].message) is not None
 
 
 class Matcher:
