@@ -67,7 +67,7 @@ def _raised_where_said(rule: CompiledRule, event: Event) -> bool:
     # a chain cut before its last exception line: the last exception shown may be placed instead
     raised = exception_lines(event)
     before = [f for f in frames if raised and f.line < raised[-1].line]
-    return bool(before) and before[-1] is not frames[-1] and re.search(where, before[-1].message) is not None
+    return bool(before) and re.search(where, before[-1].message) is not None
 
 
 class Matcher:
