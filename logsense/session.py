@@ -32,6 +32,7 @@ from logsense.timeline import RESTART_AFTER, RESTART_PHASE
 QUIET = 0.5  # seconds without a new line before open events are closed
 LINGER = 2.0  # at most this long after a failure for the lines that complete it
 SKEW_LIMIT = 12 * 3600  # a log whose times are further than this from the clock is not live
+NOTED_MAX = 1 << 16  # timed records a startup keeps for `repeats`; a longer one is never repeated
 
 
 class Clock(Protocol):
@@ -80,7 +81,7 @@ class Startup:
 
     __slots__ = ("pipeline", "index", "first_line", "first_epoch", "started_at", "phase", "phase_epoch", "progress",
                  "ready_since", "stopped", "failed_at", "failed_epoch", "last_epoch", "lead", "lead_rule", "report",
-                 "outcome", "verdict", "times")
+                 "outcome", "verdict", "times", "noted", "ready_at", "failed_noted", "year_moved")
 
     def __init__(self, pipeline: Any, index: int) -> None:
         self.pipeline = pipeline
@@ -102,6 +103,12 @@ class Startup:
         self.outcome: Outcome | None = None
         self.verdict: Verdict | None = None
         self.times: TimesSeen[str] = TimesSeen()  # the log's time at each line read (where it changes)
+        # kept for `repeats` only: (line, time) of each timed record read, in order (None: not kept, or too many);
+        # the READY update's, and the last one read when the failure was seen; whether the log's year changed
+        self.noted: list[tuple[int, str]] | None = None
+        self.ready_at: tuple[int, str | None] | None = None
+        self.failed_noted: tuple[int, str] | None = None
+        self.year_moved = False
 
 
 class Verdict(Value):
@@ -160,6 +167,7 @@ class Session:
         self.awaiting_probe = False
         # every server's args markers (SGLang's and vLLM's are separate specs of the same phase)
         self._args_markers = [m for p in rules.phases if p.name == RESTART_PHASE for m in p.markers]
+        self.keep_times = False  # each startup keeps the lines its times were read from (`Startup.noted`)
         self.startup = self._startup(0)
         self._last_run: str | None = None
         self._run_unknown = False  # the current startup began on an entry without the run's id
@@ -328,7 +336,10 @@ class Session:
     # -- startups --------------------------------------------------------------------------------
 
     def _startup(self, index: int) -> Startup:
-        return Startup(self.new_pipeline(), index)
+        s = Startup(self.new_pipeline(), index)
+        if self.keep_times:
+            s.noted = []
+        return s
 
     def _restarts(self, rec: Record) -> bool:
         """A new server_args line after the weights began loading: the server started again in this log."""
@@ -347,6 +358,23 @@ class Session:
             self._conclude(out, old)
         self.startup = self._startup(old.index + 1)
         self._say(out, "startup", why=why, text=text, at=at, index=self.startup.index)
+
+    def repeat(self, of: Startup, first_line: int, last_line: int, started_at: str | None,
+               seconds: float | None) -> list[Note]:
+        """The startup begun on the item just fed repeats `of` (a concluded one) up to `last_line`: it takes `of`'s
+        verdict with its own times, and ends where `of` ended (its next startup is told as `of`'s was)."""
+        assert of.verdict is not None
+        s = self.startup
+        clone = Startup(of.pipeline, s.index)
+        clone.first_line, clone.started_at, clone.stopped = first_line, started_at, of.stopped
+        clone.phase, clone.report, clone.outcome = of.phase, of.report, of.outcome
+        clone.verdict = Verdict(s.index, of.verdict.outcome, of.verdict.report, started_at, first_line, seconds)
+        self.startup = clone
+        self._last_line = max(self._last_line, last_line)
+        self.verdicts.append(clone.verdict)
+        out: list[Note] = []
+        self._say(out, "verdict", report=clone.report, outcome=clone.verdict.outcome.value, seconds=seconds)
+        return out
 
     def _conclude(self, out: list[Note], s: Startup) -> Verdict:
         """The verdict of a startup that is over (a new one began, the input ended, or the run stops)."""
@@ -405,6 +433,10 @@ class Session:
                     s.started_at = in_year(rec.time, self._year)
                 s.last_epoch = epoch
                 s.times.note(rec.line, rec.time)
+                if s.noted is not None:
+                    s.noted.append((rec.line, rec.time))
+                    if len(s.noted) > NOTED_MAX:
+                        s.noted = None
                 self.skew = self.clock.time() - epoch
 
     def _updates(self, out: list[Note], updates: list) -> None:
@@ -425,6 +457,7 @@ class Session:
                           ready=u.kind is UpdateKind.READY)
                 if u.kind is UpdateKind.READY:
                     s.ready_since = since
+                    s.ready_at = (u.line, u.time)
                     self._say(out, "ready", phases=s.pipeline.timeline.phases(), total=since)
             elif u.kind is UpdateKind.PROGRESS and u.progress is not None:
                 s.progress = u.progress
@@ -436,6 +469,7 @@ class Session:
         if s.failed_at is None:
             s.failed_at = self.clock.monotonic()
             s.failed_epoch = s.last_epoch
+            s.failed_noted = s.noted[-1] if s.noted else None
 
     def _diagnosis(self, out: list[Note], d: Diagnosis, line: int | None, full: bool, final: bool = False) -> None:
         """A root cause that leads is shown in full; a weaker one, or a symptom, in one line. Each is said
@@ -508,7 +542,17 @@ class Session:
                     s.first_epoch = first.replace(year=dt.year).timestamp()
                     s.started_at = in_year(s.started_at, dt.year)
             self._year = dt.year
+            self.startup.year_moved = True
         return self._in_log_year(dt)
+
+    @property
+    def log_year(self) -> int | None:
+        """The latest year the log named (None: none yet)."""
+        return self._year
+
+    def epoch_of(self, t: str | None) -> float | None:
+        """The epoch of a log time of the year the log is in (`_epoch` without taking a new year from it)."""
+        return self._in_log_year(log_time(t, self.utc_times))
 
     def _in_log_year(self, dt: datetime | None) -> float | None:
         """The epoch of a log time, a year-less one put in the year the log has named (if it has)."""

@@ -14,12 +14,14 @@ from typing import Any
 
 from logsense.commands.common import WallClock, analysis_factory, rules_from_options, source_kind
 from logsense.normalize import shown_time
+from logsense.repeats import NotRepeated, Repeats
 from logsense.report.console import console
 from logsense.scan import keep_for
 from logsense.session import EXIT, Outcome, Session, Verdict
 from logsense.sources.stream import FileSource, JournalItems, Source
 
 COLUMNS = ("attempt", "started", "outcome", "phase", "cause", "seconds", "changed")
+REUSE = True  # a repeated startup of a big log file takes the verdict of the one it repeats (`logsense.repeats`)
 _NOT_FLAGS = {"random_seed"}  # drawn anew at each start when not set: not a change the operator made
 
 
@@ -31,18 +33,25 @@ def main(target: str | None = None, unit: str | None = None, files: list[str] | 
     kind = source_kind(target, unit, files, directory, since or until or boot, "history")
     rs = rules_from_options(rules, only_rules)
     new_pipeline = analysis_factory(rs)
-    source: Source
-    if kind == "file":
-        assert target is not None
-        source = FileSource(target, rs, from_start=True, follow=False, keep=keep_for(new_pipeline()))
-    else:
-        source = JournalItems(target, files=files, directory=directory, since=since, until=until, boot=boot,
-                              from_start=True, follow=False)
+
+    def judge(reuse: bool) -> list[Verdict]:
+        source: Source
+        if kind == "file":
+            assert target is not None
+            source = FileSource(target, rs, from_start=True, follow=False, keep=keep_for(new_pipeline()))
+        else:
+            source = JournalItems(target, files=files, directory=directory, since=since, until=until, boot=boot,
+                                  from_start=True, follow=False)
+        try:
+            return attempts(source, Session(rs, new_pipeline, WallClock(), utc_times=kind == "journal",
+                                            source_name=source.description), reuse=reuse)
+        finally:
+            source.close()
+
     try:
-        verdicts = attempts(source, Session(rs, new_pipeline, WallClock(), utc_times=kind == "journal",
-                                            source_name=source.description))
-    finally:
-        source.close()
+        verdicts = judge(REUSE)
+    except NotRepeated:
+        verdicts = judge(False)  # a repeat that did not end as the startup it repeats: every line is read
     rows = table(verdicts)
     _print(rows, fmt)
     if not verdicts:
@@ -50,13 +59,22 @@ def main(target: str | None = None, unit: str | None = None, files: list[str] | 
     return EXIT[verdicts[-1].outcome] if verdicts[-1].outcome is not Outcome.INCOMPLETE else 3
 
 
-def attempts(source: Source, session: Session) -> list[Verdict]:
-    """Every startup in the source, judged in turn (the source is read to its end)."""
-    while not source.ended:
-        for item in source.read(0.0):
-            session.feed(item)
-        if source.ended:
-            break
+def attempts(source: Source, session: Session, reuse: bool = True) -> list[Verdict]:
+    """Every startup in the source, judged in turn (the source is read to its end). With `reuse`, a startup
+    that repeats an earlier one of a big log file takes its verdict (`logsense.repeats`); the same verdicts."""
+    repeats = Repeats.of(source, session) if reuse else None
+    try:
+        while not source.ended:
+            for item in source.each(0.0) if isinstance(source, FileSource) else source.read(0.0):
+                if repeats is None:
+                    session.feed(item)
+                elif repeats.feed(item):
+                    break  # the source moved past repeated startups: read on from there
+            if source.ended:
+                break
+    finally:
+        if repeats is not None:
+            repeats.close()
     session.tick(caught_up=True, ended=True)
     return [v for v in session.verdicts if v.first_line is not None]
 

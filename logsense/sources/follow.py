@@ -365,6 +365,16 @@ class FileFollower:
         self.line += data.count(b"\n")
         return block
 
+    def skip_to(self, offset: int, line: int) -> None:
+        """Read on from byte `offset` of the open file, where line `line` begins (lines before it are not read)."""
+        f = self._cur
+        if f is None or self._old or f.pending:
+            raise SourceError(f"{self.path}: cannot move the reading position")
+        f.offset = f.line_start = offset
+        os.lseek(f.fd, offset, os.SEEK_SET)
+        self.line = line - 1
+        self._eof = False
+
     def _flush_partial(self, f: _Open, out: list[tuple[int, str]]) -> None:
         if f.pending:
             self.line += 1

@@ -108,6 +108,11 @@ class FileSource:
     def ended(self) -> bool:
         return not self.follower.follow and self.follower.at_end
 
+    @property
+    def by_blocks(self) -> bool:
+        """Whether a backlog is read by blocks (not a resume, not journalctl's JSON, a `keep` given)."""
+        return self._keep is not None
+
     def idle_for(self) -> float | None:
         return self.follower.idle_for()
 
@@ -119,6 +124,41 @@ class FileSource:
             if items:
                 return items
             self._backlog = None  # caught up with what the file held: from here line by line
+        return self._lines(timeout)
+
+    def each(self, timeout: float) -> Iterator[Item | Gap]:
+        """What `read` returns, each item made as it is taken: a reader may stop taking them part way through
+        a block (`skip_to`), and the rest of the block's lines never go through the normalizer."""
+        if self._backlog is None:
+            self._backlog = self._behind(first=False)
+        backlog = self._backlog
+        if backlog is not None:
+            taken = False
+            for entry in backlog.each(self):
+                taken = True
+                yield entry
+                if self._backlog is not backlog:
+                    return  # moved on (`skip_to`, `take_line`): the rest of this block is not read
+            if taken:
+                return
+            self._backlog = None  # caught up with what the file held: from here line by line
+        yield from self._lines(timeout)
+
+    def skip_to(self, offset: int, line: int) -> None:
+        """Go on reading from byte `offset`, the start of line `line`: the lines before it are not read."""
+        self.follower.skip_to(offset, line)
+        self._backlog = None
+
+    def take_line(self, end: int) -> Item | None:
+        """The one line from the reading position to byte `end` (its newline included) as an item, read by itself;
+        the next read goes on after it. None when it cannot be taken that way."""
+        block = self.follower.take_block(end, end - self.follower.position()["offset"])
+        if block is None or block.data.count(b"\n") != 1:
+            return None
+        self._backlog = None
+        return self._item(block, 0, len(block.data) - 1, block.first_line, block.where(0, block.first_line))
+
+    def _lines(self, timeout: float) -> list[Item | Gap]:
         out: list[Item | Gap] = []
         for line_no, text in self.follower.read(timeout):
             recs = tuple(self.normalizer.feed(line_no, text))
@@ -206,11 +246,15 @@ class _Backlog:
         self.first = first  # the startup's first line is read whatever it holds
 
     def read(self, source: FileSource) -> list[Item | Gap]:
+        return list(self.each(source))
+
+    def each(self, source: FileSource) -> Iterator[Item | Gap]:
+        """The next block's items and gaps, each item made as it is taken."""
         left = self.end - source.follower.position()["offset"]
         whole = left <= 2 * CATCH_UP_BLOCK
         block = source.follower.take_block(self.end, left if whole else CATCH_UP_BLOCK)
         if block is None:
-            return []
+            return
         data = block.data
         found = lines_found(data, self.scanner)
         extra: set[int] = set()
@@ -229,20 +273,18 @@ class _Backlog:
                 extra.add(dated)
         known = dict(zip(found.starts, found.before or (), strict=True))  # line start -> lines before it
         starts = sorted(extra.union(found.starts)) if extra.difference(known) else found.starts
-        out: list[Item | Gap] = []
         pos, line = 0, block.first_line  # where the next unread line starts, and its number
         for s in starts:
             if s > pos:
                 before = known.get(s)
                 n = data.count(b"\n", pos, s) if before is None else block.first_line + before - line
-                out.append(Gap(source, block, pos, s, line, line + n - 1))
+                yield Gap(source, block, pos, s, line, line + n - 1)
                 line += n
             nl = data.find(b"\n", s)
-            out.append(source._item(block, s, nl, line, block.where(s, line)))
+            yield source._item(block, s, nl, line, block.where(s, line))
             pos, line = nl + 1, line + 1
         if pos < len(data):
-            out.append(Gap(source, block, pos, len(data), line, block.first_line + found.lines - 1))
-        return out
+            yield Gap(source, block, pos, len(data), line, block.first_line + found.lines - 1)
 
 
 class JournalGap(Gap):
