@@ -3,13 +3,15 @@
     python benchmarks/catchup.py                      # this tree
     python benchmarks/catchup.py --before ../old-tree # and another tree, in the same rounds
     python benchmarks/catchup.py --tree ../new-tree   # measure a checkout other than this one
+    python benchmarks/catchup.py --only crash-loop --restarts 3000  # one log, a longer loop
 
 Logs (written to benchmarks/out/ once):
 - serving-real: a recorded SGLang 0.5.23 startup that reached ready (corpora/recorded/) followed by
   1,500,000 serving lines in its own shape (`gen_log.py --after`);
 - serving-journal: the synthetic TP8 journal of `gen_log.py` (300,000 lines, mostly serving traffic,
   crash restarts); tail reads it from its latest startup;
-- crash-loop: the seed's FA4 incident (corpora/mission/flash-attn-cute-warmup.log) repeated 300 times.
+- crash-loop: the seed's FA4 incident (corpora/mission/flash-attn-cute-warmup.log) repeated 300 times
+  (`--restarts`).
 
 Each command is a whole process; every round runs each once (analyze, then the others), so a ratio
 over analyze is taken within one round. Prints a markdown table: median wall s, CPU s, peak RSS MiB,
@@ -33,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESTARTS = 300
 
 
-def logs() -> dict[str, Path]:
+def logs(restarts: int = RESTARTS) -> dict[str, Path]:
     OUT.mkdir(exist_ok=True)
     gen = [sys.executable, str(ROOT / "benchmarks" / "gen_log.py")]
     real = OUT / "serving-real.log"
@@ -43,10 +45,10 @@ def logs() -> dict[str, Path]:
     journal = OUT / "serving-journal-300000.log"
     if not journal.exists():
         subprocess.run([*gen, "--lines", "300000", "--seed", "1", "-o", str(journal)], check=True)
-    loop = OUT / f"crash-loop-{RESTARTS}.log"
+    loop = OUT / f"crash-loop-{restarts}.log"
     if not loop.exists():
         one = (ROOT / "corpora/mission/flash-attn-cute-warmup.log").read_bytes()
-        loop.write_bytes(one * RESTARTS)
+        loop.write_bytes(one * restarts)
     return {"serving-real": real, "serving-journal": journal, "crash-loop": loop}
 
 
@@ -75,13 +77,17 @@ def main() -> int:
     ap.add_argument("--before", type=Path, help="another tree, run in the same rounds")
     ap.add_argument("--tree", type=Path, default=ROOT, help="the tree measured as 'after' (default: this one)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--restarts", type=int, default=RESTARTS, help="startups in the crash loop")
+    ap.add_argument("--only", choices=("serving-real", "serving-journal", "crash-loop"), help="one log only")
     a = ap.parse_args()
     after = a.tree.resolve()
     trees = {"after": after} if a.before is None else {"before": a.before.resolve(), "after": after}
     print("| log | lines | tree | command | wall s | CPU s | peak RSS MiB | lines/s | x analyze (wall, median of rounds) "
           "| x before (wall / CPU, median of rounds) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for kind, log in logs().items():
+    for kind, log in logs(a.restarts).items():
+        if a.only and kind != a.only:
+            continue
         n = lines_of(log)
         cases: dict[str, str] = {}
         for name, tree in trees.items():
