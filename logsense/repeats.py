@@ -33,6 +33,7 @@ from logsense.session import Outcome, Session, Startup
 from logsense.sources.stream import FileSource, Gap, Source
 
 MIN_BYTES = 4 << 20  # a smaller file is read line by line whatever it repeats
+SPAN_MAX = 32 << 20  # a longer startup is read again (comparing it would hold it twice)
 TRIES = 3  # earlier startups that began on the same line tried, the latest first
 KEPT = 64  # earlier startups kept to be repeated (each keeps its pipeline)
 HEAD = 128  # a line's leading stamps are in its first bytes
@@ -57,19 +58,29 @@ class _At(NamedTuple):
     raw: bytes
 
 
-class _Times(NamedTuple):
-    """Where an earlier startup's verdict read its times: (line in the startup, index among the line's
-    timed records) for its first time and for the end of its seconds; `ready`: the seconds are to ready."""
+class _Place(NamedTuple):
+    """Where a time was read in a startup: its line (bytes start:end from the startup's first, the line's number
+    from it) and the index of its record among the line's timed ones."""
 
-    first: tuple[int, int] | None
-    end: tuple[int, int] | None
+    start: int
+    end: int
+    line: int
+    k: int
+
+
+class _Times(NamedTuple):
+    """Where an earlier startup's verdict read its times: its first time and the end of its seconds; `ready`:
+    the seconds are to ready."""
+
+    first: _Place | None
+    end: _Place | None
     ready: bool
 
 
 class _Span:
     """An earlier startup that may be repeated: where it began and ended, and the state it began in."""
 
-    __slots__ = ("startup", "at", "year", "key", "end", "end_line", "next_len", "times")
+    __slots__ = ("startup", "at", "year", "key", "end", "end_line", "next_len", "times", "mask")
 
     def __init__(self, startup: Startup, at: _At, year: int | None) -> None:
         self.startup = startup
@@ -78,6 +89,7 @@ class _Span:
         self.key = at.raw.translate(_DIGITS)
         self.end = self.end_line = self.next_len = 0  # where the next startup began, and its first line's length
         self.times: _Times | None | bool = False  # False: not read yet; None: its times cannot be placed
+        self.mask: int | None = None  # `stamp_mask` of its bytes, once a repeat differs from them
 
 
 class Repeats:
@@ -159,6 +171,8 @@ class Repeats:
             return
         if before.verdict is None or before.noted is None or before.year_moved:
             return
+        if at.offset + len(at.raw) - span.at.offset > SPAN_MAX:
+            return
         span.end, span.end_line, span.next_len = at.offset, at.line, len(at.raw)
         self.index.setdefault(span.key, []).append(span)
         self.kept.append(span)
@@ -199,17 +213,16 @@ class Repeats:
             if a == b:
                 started_at, seconds = v.started_at, v.seconds
             else:
-                if a.translate(_DIGITS) != b.translate(_DIGITS):
-                    continue
-                ours, theirs = a.split(b"\n"), b.split(b"\n")
-                if not all(x == y or same_but_stamps(x, y) for x, y in zip(ours, theirs, strict=True)):
+                if span.mask is None:
+                    span.mask = stamp_mask(a)
+                if not same_but_stamps(a, b, span.mask):
                     continue
                 if span.times is False:
-                    span.times = self._times(span, ours)
+                    span.times = self._times(span, a)
                 if span.times is None:
                     continue
                 assert isinstance(span.times, _Times)
-                read = self._read_times(span.times, theirs, span.at.line)
+                read = self._read_times(span.times, b, at.line)
                 if read is None:
                     continue
                 started_at, seconds = self._verdict_times(span.times.ready, *read)
@@ -221,7 +234,7 @@ class Repeats:
             return at.offset + n
         return None
 
-    def _times(self, span: _Span, lines: list[bytes]) -> _Times | None:
+    def _times(self, span: _Span, data: bytes) -> _Times | None:
         """Where `span`'s verdict read its times (as `Session._conclude` reads them), when each was read from
         its own line; None when one cannot be placed so."""
         s = span.startup
@@ -246,39 +259,44 @@ class Repeats:
                     if i < 0 or noted[i][1] != t or any(x > y for x, y in zip(at, at[1:], strict=False)):
                         return None
                     end = noted[i]
-        placed: list[tuple[int, int] | None] = []
+        starts = [0]  # where each line of `data` begins
+        nl = data.find(b"\n")
+        while nl >= 0:
+            starts.append(nl + 1)
+            nl = data.find(b"\n", nl + 1)
+        placed: list[_Place | None] = []
         for point in (first, end):
             if point is None:
                 placed.append(None)
                 continue
             line, t = point
             i = line - span.at.line
-            if t is None or not 0 <= i < span.end_line - span.at.line or lines[i][:1] in (b" ", b"\t", b">"):
+            if t is None or not 0 <= i < span.end_line - span.at.line:
                 return None
-            own = _line_times(lines[i], line)
+            raw = data[starts[i] : starts[i + 1] - 1]
+            own = _line_times(raw, line)
             k = 0 if own[:1] == [t] else len(own) - 1 if own[-1:] == [t] else None
-            if k is None:
+            if k is None or raw[:1] in (b" ", b"\t", b">"):
                 return None
-            placed.append((i, k))
+            placed.append(_Place(starts[i], starts[i + 1] - 1, i, k))
         times = _Times(placed[0], placed[1], ready)
         # read back from its own lines, its verdict's times as the session gave them: else not repeated
-        got = self._read_times(times, lines, span.at.line)
+        got = self._read_times(times, data, span.at.line)
         if got is None or self._verdict_times(ready, *got) != (v.started_at, v.seconds):
             return None
         return times
 
-    def _read_times(self, times: _Times, lines: list[bytes], line: int) -> tuple[str | None, str | None] | None:
-        """The times at `times`' places in a startup's `lines` (its first is line number `line`)."""
+    def _read_times(self, times: _Times, data: bytes, line: int) -> tuple[str | None, str | None] | None:
+        """The times at `times`' places in a startup's bytes `data` (its first line is number `line`)."""
         out: list[str | None] = []
-        for point in (times.first, times.end):
-            if point is None:
+        for p in (times.first, times.end):
+            if p is None:
                 out.append(None)
                 continue
-            i, k = point
-            own = _line_times(lines[i], line + i)
-            if not -len(own) <= k < len(own):
+            own = _line_times(data[p.start : p.end], line + p.line)
+            if not -len(own) <= p.k < len(own):
                 return None
-            out.append(own[k])
+            out.append(own[p.k])
         return out[0], out[1]
 
     def _verdict_times(self, ready: bool, first: str | None, end: str | None) -> tuple[str | None, float | None]:
@@ -297,18 +315,28 @@ def _line_times(raw: bytes, line: int) -> list[str]:
     return [r.time for r in Normalizer().feed(line, raw.decode("utf-8", "replace")) if r.time]
 
 
-def same_but_stamps(a: bytes, b: bytes) -> bool:
-    """Whether two lines are the same but inside their leading time stamps (a year stays the same)."""
-    if len(a) != len(b) or a[HEAD:] != b[HEAD:]:
+def stamp_mask(data: bytes) -> int:
+    """`data`'s bytes as an int's (big-endian) with 0 where a repeat may differ, the digits of the time stamps
+    among each line's first HEAD bytes (a year's aside), and 0xff elsewhere."""
+    mask = bytearray(b"\xff") * len(data)
+    start, n = 0, len(data)
+    while start < n:
+        nl = data.find(b"\n", start)
+        end = n if nl < 0 else nl
+        for m in _STAMP.finditer(data, start, min(end, start + HEAD)):
+            s, e = m.span()
+            if _DATED.match(data, s):
+                s += 4
+            mask[s:e] = bytes(e - s)
+        start = end + 1
+    return int.from_bytes(mask, "big")
+
+
+def same_but_stamps(a: bytes, b: bytes, mask: int | None = None) -> bool:
+    """Whether the lines of `b` are those of `a` but for digits inside the time stamps they begin with (a year
+    stays the same). `mask`: `stamp_mask(a)`, when kept."""
+    if len(a) != len(b) or a.translate(_DIGITS) != b.translate(_DIGITS):
         return False
-    spans = [m.span() for m in _STAMP.finditer(a, 0, HEAD)]
-    if spans != [m.span() for m in _STAMP.finditer(b, 0, HEAD)]:
-        return False
-    pos = 0
-    for start, end in spans:
-        if a[pos:start] != b[pos:start]:
-            return False
-        if _DATED.match(a, start) and a[start : start + 4] != b[start : start + 4]:
-            return False
-        pos = end
-    return a[pos:HEAD] == b[pos:HEAD]
+    if mask is None:
+        mask = stamp_mask(a)
+    return not (int.from_bytes(a, "big") ^ int.from_bytes(b, "big")) & mask
