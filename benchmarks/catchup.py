@@ -11,7 +11,9 @@ Logs (written to benchmarks/out/ once):
 - serving-journal: the synthetic TP8 journal of `gen_log.py` (300,000 lines, mostly serving traffic,
   crash restarts); tail reads it from its latest startup;
 - crash-loop: the seed's FA4 incident (corpora/mission/flash-attn-cute-warmup.log) repeated 300 times
-  (`--restarts`).
+  (`--restarts`);
+- crash-loop-shifted: the same loop, each copy at its own time (its stamps moved 907 s a copy) and the
+  seconds of every other copy one longer (every third line's stamps a second later).
 
 Each command is a whole process; every round runs each once (analyze, then the others), so a ratio
 over analyze is taken within one round. Prints a markdown table: median wall s, CPU s, peak RSS MiB,
@@ -22,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import statistics
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -33,6 +37,23 @@ from run import OUT, Sample, rounds
 
 ROOT = Path(__file__).resolve().parent.parent
 RESTARTS = 300
+# journalctl's short stamp and SGLang's own, as they begin the FA4 incident's lines
+_STAMPS = re.compile(r"^([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)(?:(.{0,80}?\[)(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d))?")
+
+
+def shifted(text: str, copy: int) -> str:
+    """One copy of a startup at its own time: its lines' leading stamps moved."""
+    out = []
+    for i, line in enumerate(text.splitlines(keepends=True)):
+        move = timedelta(seconds=907 * copy + (1 if copy % 2 and i % 3 == 0 else 0))
+
+        def one(m: re.Match, move: timedelta = move) -> str:
+            short = (datetime.strptime("2026 " + m[1], "%Y %b %d %H:%M:%S") + move).strftime("%b %d %H:%M:%S")
+            own = m[3] and (datetime.strptime(m[3], "%Y-%m-%d %H:%M:%S") + move).strftime("%Y-%m-%d %H:%M:%S")
+            return short + (m[2] or "") + (own or "")
+
+        out.append(_STAMPS.sub(one, line, count=1))
+    return "".join(out)
 
 
 def logs(restarts: int = RESTARTS) -> dict[str, Path]:
@@ -49,7 +70,11 @@ def logs(restarts: int = RESTARTS) -> dict[str, Path]:
     if not loop.exists():
         one = (ROOT / "corpora/mission/flash-attn-cute-warmup.log").read_bytes()
         loop.write_bytes(one * restarts)
-    return {"serving-real": real, "serving-journal": journal, "crash-loop": loop}
+    moved = OUT / f"crash-loop-shifted-{restarts}.log"
+    if not moved.exists():
+        text = (ROOT / "corpora/mission/flash-attn-cute-warmup.log").read_text(encoding="utf-8")
+        moved.write_text("".join(shifted(text, k) for k in range(restarts)), encoding="utf-8")
+    return {"serving-real": real, "serving-journal": journal, "crash-loop": loop, "crash-loop-shifted": moved}
 
 
 def commands(tree: Path, log: Path, kind: str) -> dict[str, str]:
@@ -57,7 +82,7 @@ def commands(tree: Path, log: Path, kind: str) -> dict[str, str]:
     py = f"PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(sys.executable)} -P -m logsense"
     f = shlex.quote(str(log))
     out = {"analyze": f"{py} analyze {f} --format json"}
-    if kind == "crash-loop":
+    if kind.startswith("crash-loop"):
         out["history"] = f"{py} history {f} --format json"
         out["tail --from-start jsonl"] = f"{py} tail {f} --no-follow --from-start --format jsonl"
     else:
@@ -78,7 +103,7 @@ def main() -> int:
     ap.add_argument("--tree", type=Path, default=ROOT, help="the tree measured as 'after' (default: this one)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--restarts", type=int, default=RESTARTS, help="startups in the crash loop")
-    ap.add_argument("--only", choices=("serving-real", "serving-journal", "crash-loop"), help="one log only")
+    ap.add_argument("--only", choices=("serving-real", "serving-journal", "crash-loop", "crash-loop-shifted"), help="one log only")
     a = ap.parse_args()
     after = a.tree.resolve()
     trees = {"after": after} if a.before is None else {"before": a.before.resolve(), "after": after}
