@@ -44,7 +44,7 @@ _STAMPS = re.compile(r"^([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)(?:(.{0,80}?\[)(\d
 def shifted(text: str, copy: int) -> str:
     """One copy of a startup at its own time: its lines' leading stamps moved."""
     out = []
-    for i, line in enumerate(text.splitlines(keepends=True)):
+    for i, line in enumerate(text.split("\n")):
         move = timedelta(seconds=907 * copy + (1 if copy % 2 and i % 3 == 0 else 0))
 
         def one(m: re.Match, move: timedelta = move) -> str:
@@ -53,7 +53,7 @@ def shifted(text: str, copy: int) -> str:
             return short + (m[2] or "") + (own or "")
 
         out.append(_STAMPS.sub(one, line, count=1))
-    return "".join(out)
+    return "\n".join(out)
 
 
 def logs(restarts: int = RESTARTS) -> dict[str, Path]:
@@ -72,8 +72,8 @@ def logs(restarts: int = RESTARTS) -> dict[str, Path]:
         loop.write_bytes(one * restarts)
     moved = OUT / f"crash-loop-shifted-{restarts}.log"
     if not moved.exists():
-        text = (ROOT / "corpora/mission/flash-attn-cute-warmup.log").read_text(encoding="utf-8")
-        moved.write_text("".join(shifted(text, k) for k in range(restarts)), encoding="utf-8")
+        text = (ROOT / "corpora/mission/flash-attn-cute-warmup.log").read_bytes().decode()
+        moved.write_bytes("".join(shifted(text, k) for k in range(restarts)).encode())
     return {"serving-real": real, "serving-journal": journal, "crash-loop": loop, "crash-loop-shifted": moved}
 
 

@@ -84,25 +84,29 @@ def _moved(m: re.Match, move: timedelta) -> str:
 def shifted(text: str, seconds: float, jitter: int = 0) -> str:
     """`text` with the stamps that begin its lines moved by `seconds`, and each `jitter`th line's by one more."""
     out = []
-    for i, line in enumerate(text.splitlines(keepends=True)):
+    for i, line in enumerate(text.split("\n")):
         move = timedelta(seconds=seconds + (1 if jitter and i % jitter == 0 else 0))
         out.append(_STAMPS.sub(lambda m, move=move: _moved(m, move), line[:100]) + line[100:])
-    return "".join(out)
+    return "\n".join(out)
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", "replace")  # its bytes as they are (a "\r" stays one)
 
 
 def _write(path: Path, parts: list[str]) -> Path:
-    path.write_text("".join(p if p.endswith("\n") else p + "\n" for p in parts), encoding="utf-8")
+    path.write_bytes("".join(p if p.endswith("\n") else p + "\n" for p in parts).encode())
     return path
 
 
 def test_a_crash_loop(rules, tmp_path, forced):
-    rows, repeated = same(rules, _write(tmp_path / "loop.log", [FA4.read_text()] * 40))
+    rows, repeated = same(rules, _write(tmp_path / "loop.log", [_read(FA4)] * 40))
     assert len(rows) == 40 and repeated >= 36
     assert {r["cause"] for r in rows} == {"flash_attn_cute_unavailable"}
 
 
 def test_the_command_gives_the_same_rows(rules, tmp_path, forced, monkeypatch, capsys):
-    path = _write(tmp_path / "loop.log", [shifted(FA4.read_text(), 600 * k) for k in range(12)])
+    path = _write(tmp_path / "loop.log", [shifted(_read(FA4), 600 * k) for k in range(12)])
     history.main(str(path), fmt="json")
     reused = capsys.readouterr().out
     monkeypatch.setattr(history, "REUSE", False)
@@ -113,7 +117,7 @@ def test_the_command_gives_the_same_rows(rules, tmp_path, forced, monkeypatch, c
 
 def test_repeats_whose_times_differ(rules, tmp_path, forced):
     """Each copy shifted, some lines a second more in some copies: each startup keeps its own start and seconds."""
-    text = FA4.read_text()
+    text = _read(FA4)
     copies = [shifted(text, 3600 * k + 17 * k, jitter=(k % 4) * 3) for k in range(16)]
     rows, repeated = same(rules, _write(tmp_path / "shifted.log", copies))
     assert repeated >= 10
@@ -122,7 +126,7 @@ def test_repeats_whose_times_differ(rules, tmp_path, forced):
 
 
 def test_a_digit_outside_the_time_is_not_repeated(rules, tmp_path, forced):
-    text = FA4.read_text()
+    text = _read(FA4)
     assert "tp_size=8," in text
     copies = [text] * 10
     copies[5] = text.replace("tp_size=8,", "tp_size=4,")
@@ -151,7 +155,7 @@ def test_a_healthy_startup_repeated(rules, tmp_path, forced):
 
 @pytest.mark.parametrize("i", range(0, len(LOGS), 20))
 def test_corpus_logs_repeated(rules, tmp_path, forced, i):
-    text = LOGS[i].read_text(encoding="utf-8", errors="replace")
+    text = _read(LOGS[i])
     same(rules, _write(tmp_path / "repeated.log", [text] * 6))
     same(rules, _write(tmp_path / "shifted.log", [shifted(text, 3601 * k, jitter=k) for k in range(6)]))
 
@@ -159,14 +163,14 @@ def test_corpus_logs_repeated(rules, tmp_path, forced, i):
 @pytest.mark.parametrize("seed", range(12))
 def test_corpus_logs_joined_in_various_orders(rules, tmp_path, forced, seed):
     pick = random.Random(seed)
-    logs = [p.read_text(encoding="utf-8", errors="replace") for p in pick.sample(LOGS, 3)]
+    logs = [_read(p) for p in pick.sample(LOGS, 3)]
     order = [pick.randrange(3) for _ in range(12)]
     same(rules, _write(tmp_path / "joined.log", [logs[k] for k in order]))
     same(rules, _write(tmp_path / "joined-shifted.log", [shifted(logs[k], 7200 * n) for n, k in enumerate(order)]))
 
 
 def test_small_files_and_followed_ones_read_every_startup(rules, tmp_path):
-    path = _write(tmp_path / "loop.log", [FA4.read_text()] * 3)
+    path = _write(tmp_path / "loop.log", [_read(FA4)] * 3)
     assert judged(rules, path, True)[1] == 0  # under MIN_BYTES
     new = analysis_factory(rules)
     source = FileSource(str(path), rules, from_start=True, follow=True, keep=keep_for(new()))
@@ -191,7 +195,7 @@ def test_stamps_are_the_only_difference_allowed():
 def test_a_repeat_that_ends_otherwise_reads_the_file_again(rules, tmp_path, forced, monkeypatch, capsys):
     """Should the line after a repeat not begin a startup, as it began one after the startup repeated, the
     command reads the file again without reuse (here: repeats are made to keep the startup's state)."""
-    path = _write(tmp_path / "loop.log", [FA4.read_text()] * 6)
+    path = _write(tmp_path / "loop.log", [_read(FA4)] * 6)
     monkeypatch.setattr(history, "REUSE", False)
     history.main(str(path), fmt="json")
     expected = capsys.readouterr().out
