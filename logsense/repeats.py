@@ -44,6 +44,9 @@ _STAMP = re.compile(
     rb"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d\d:\d\d:\d\d(?:[.,]\d+)?"
 )
 _DATED = re.compile(rb"(?:19|20)\d\d-")
+# What comes right before a stamp that is a line's prefix, not its message: the line's start, or the end of the
+# prefix before it (journalctl's "ident[pid]: ", docker compose's "svc | ", "[" of SGLang's, a level of vLLM's)
+_LEADS = (b"[", b": ", b"| ", b"DEBUG ", b"INFO ", b"WARNING ", b"ERROR ", b"CRITICAL ")
 
 
 class NotRepeated(Exception):
@@ -317,7 +320,7 @@ def _line_times(raw: bytes, line: int) -> list[str]:
 
 def stamp_mask(data: bytes) -> int:
     """`data`'s bytes as an int's (big-endian) with 0 where a repeat may differ, the digits of the time stamps
-    among each line's first HEAD bytes (a year's aside), and 0xff elsewhere."""
+    that begin each line (in its first HEAD bytes, a year's aside), and 0xff elsewhere."""
     mask = bytearray(b"\xff") * len(data)
     start, n = 0, len(data)
     while start < n:
@@ -325,6 +328,8 @@ def stamp_mask(data: bytes) -> int:
         end = n if nl < 0 else nl
         for m in _STAMP.finditer(data, start, min(end, start + HEAD)):
             s, e = m.span()
+            if s > start and not data.endswith(_LEADS, start, s):
+                continue  # a time in the message (a duration, a deadline) is the message's
             if _DATED.match(data, s):
                 s += 4
             mask[s:e] = bytes(e - s)

@@ -187,6 +187,9 @@ def test_stamps_are_the_only_difference_allowed():
     assert not same_but_stamps(a, a.replace(b"Errno 24", b"Errno 28"))
     assert not same_but_stamps(a, a.replace(b"1795520", b"1795521"))  # a process id is not a time
     assert not same_but_stamps(a, a.replace(b"2026-11-20", b"2027-11-20"))  # nor is a year its own
+    late = a.replace(b"OSError: [Errno 24] Too many open files", b"watchdog fired at 08:28:00")
+    assert not same_but_stamps(late, late.replace(b"08:28:00", b"08:29:00"))  # a time in the message is its own
+    assert same_but_stamps(late, late.replace(b"08:27:57", b"08:27:58"))
     vllm = b"(APIServer pid=1) INFO 11-20 10:00:00 [api_server.py:12] vLLM API server version 0.9.1"
     assert same_but_stamps(vllm, vllm.replace(b"10:00:00", b"10:01:02"))
     assert not same_but_stamps(vllm, vllm.replace(b"0.9.1", b"0.9.2"))
