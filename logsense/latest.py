@@ -38,6 +38,8 @@ MIN_BYTES = 2 * BLOCK
 MIN_FED = 0.2
 # A date with its year, as every stamp that names one writes it; a line without one cannot give the log its year.
 _DATED = re.compile(rb"(?:19|20)[0-9][0-9]-[0-9][0-9]-[0-9][0-9]")
+# A line that begins so is read after the line before it (an indented continuation, a quoted paste), never alone.
+NOT_ALONE = (b" ", b"\t", b">")
 
 
 class Start(NamedTuple):
@@ -94,7 +96,7 @@ def latest_start(fp: BinaryIO, p: Pipeline, name: str) -> Start | None:
                         found = Start(base + where + s, line, server,
                                       year[1] if year is not None and year[0] < line else None)
                         # the same record after any other lines: not indented, not quoted, its line's first
-                        sure = where >= 0 and i == 0 and raw[:1] not in (b" ", b"\t", b">")
+                        sure = where >= 0 and i == 0 and raw[:1] not in NOT_ALONE
             ln += hits.lines
     finally:
         fp.seek(base)

@@ -26,6 +26,7 @@ import re
 import stat
 from typing import NamedTuple
 
+from logsense.latest import NOT_ALONE
 from logsense.logtime import time_to
 from logsense.model import Item
 from logsense.normalize import Normalizer, in_year
@@ -163,7 +164,7 @@ class Repeats:
         if not isinstance(offset, int):
             return None
         raw = self._line(offset)
-        if raw is None or raw[:1] in (b" ", b"\t", b">"):
+        if raw is None or raw[:1] in NOT_ALONE:
             return None
         return _At(offset, item.records[0].line, raw)
 
@@ -279,7 +280,7 @@ class Repeats:
             raw = data[starts[i] : starts[i + 1] - 1]
             own = _line_times(raw, line)
             k = 0 if own[:1] == [t] else len(own) - 1 if own[-1:] == [t] else None
-            if k is None or raw[:1] in (b" ", b"\t", b">"):
+            if k is None or raw[:1] in NOT_ALONE:
                 return None
             placed.append(_Place(starts[i], starts[i + 1] - 1, i, k))
         times = _Times(placed[0], placed[1], ready)

@@ -117,14 +117,7 @@ class FileSource:
         return self.follower.idle_for()
 
     def read(self, timeout: float) -> list[Item | Gap]:
-        if self._backlog is None:
-            self._backlog = self._behind(first=False)
-        if self._backlog is not None:
-            items = self._backlog.read(self)
-            if items:
-                return items
-            self._backlog = None  # caught up with what the file held: from here line by line
-        return self._lines(timeout)
+        return list(self.each(timeout))
 
     def each(self, timeout: float) -> Iterator[Item | Gap]:
         """What `read` returns, each item made as it is taken: a reader may stop taking them part way through
@@ -244,9 +237,6 @@ class _Backlog:
         self.keep = keep
         self.scanner = scanner
         self.first = first  # the startup's first line is read whatever it holds
-
-    def read(self, source: FileSource) -> list[Item | Gap]:
-        return list(self.each(source))
 
     def each(self, source: FileSource) -> Iterator[Item | Gap]:
         """The next block's items and gaps, each item made as it is taken."""
