@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from journal_helpers import (
+    BACKENDS,
     SERVICE,
     T0,
     UNIT,
@@ -40,8 +41,8 @@ def _journal(path: Path, lines: list[str], multiline: bool) -> None:
     write_journal(path, out)
 
 
-def _tail(capsys, monkeypatch, journal: Path, blocks: bool, block: int = 37) -> list[dict]:
-    monkeypatch.setenv(journald.BACKEND_ENV, "systemd")
+def _tail(capsys, monkeypatch, journal: Path, blocks: bool, block: int = 37, backend: str = "systemd") -> list[dict]:
+    monkeypatch.setenv(journald.BACKEND_ENV, backend)
     monkeypatch.setattr(stream, "JOURNAL_CATCH_UP", 1 if blocks else 10**9)
     monkeypatch.setattr(stream, "JOURNAL_BLOCK", block)  # many blocks, gaps that end inside one
     tail.main(target=UNIT, files=[str(journal)], follow=False, fmt="jsonl")
@@ -53,19 +54,33 @@ def test_the_logs_are_there():
 
 
 @needs_journal_remote
-@needs_systemd_python
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 @pytest.mark.parametrize("shape", ["startup", "serving", "multiline"])
-def test_by_blocks_and_entry_by_entry_agree(path, shape, tmp_path, capsys, monkeypatch):
+def test_by_blocks_and_entry_by_entry_agree(path, shape, backend, tmp_path, capsys, monkeypatch):
     lines = path.read_text(errors="replace").splitlines()
     if shape == "serving":
         lines = lines + SERVING
     journal = tmp_path / "unit.journal"
     _journal(journal, lines, multiline=shape == "multiline")
-    by_entry = _tail(capsys, monkeypatch, journal, blocks=False)
+    if backend == "journalctl":
+        monkeypatch.setattr(journald, "_READ_SIZE", 257)  # journalctl's output arrives cut inside entries
+    by_entry = _tail(capsys, monkeypatch, journal, blocks=False, backend=backend)
     for block in (37, len(lines) // 2, len(lines)):  # the backlog's end inside a block, at one's end
-        assert _tail(capsys, monkeypatch, journal, blocks=True, block=block) == by_entry
+        assert _tail(capsys, monkeypatch, journal, blocks=True, block=block, backend=backend) == by_entry
     assert by_entry[-1]["event"] == "end"
+
+
+def test_export_entries_are_read_in_either_form_and_only_when_whole():
+    """journalctl's export format: text fields, the binary form (a message of several lines), a field given twice."""
+    body = (b"__CURSOR=s=1;i=2\n__REALTIME_TIMESTAMP=1767225600000000\n_PID=7\n_PID=8\n"
+            b"MESSAGE\n" + (10).to_bytes(8, "little") + b"one\ntwo\xffxx\n" + b"PRIORITY=6\n\n")
+    entry, end = journald._export_entry(body + b"__CURSOR=next", 0)
+    assert end == len(body)
+    assert entry == {"__CURSOR": "s=1;i=2", "__REALTIME_TIMESTAMP": "1767225600000000", "_PID": "7",
+                     "MESSAGE": "one\ntwo\ufffdxx", "PRIORITY": "6"}
+    assert all(journald._export_entry(body[:n], 0) is None for n in range(len(body)))
+    assert journald._LEAN_ENTRY.match(body) is None  # the binary form is read by `_export_entry` alone
 
 
 @needs_journal_remote

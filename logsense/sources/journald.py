@@ -1,9 +1,9 @@
 """journald as a live source: a unit's entries from its latest start, followed as they are written.
 
 Two readers give the same entries. systemd-python's `journal.Reader` (imported only here,
-when a journal is read) is used when it is installed; otherwise `journalctl -o json` runs
+when a journal is read) is used when it is installed; otherwise `journalctl -o export` runs
 as a subprocess. `LOGSENSE_JOURNAL_BACKEND=systemd|journalctl` forces one (default `auto`).
-Either way an entry is handed out as journalctl's JSON gives it, a dict of strings, which
+Either way an entry is handed out as a dict of strings named as in journalctl's JSON, which
 `Normalizer.feed_entry` turns into records.
 
 A unit matches on `_SYSTEMD_UNIT` (its own output), `UNIT` (systemd's messages about it) and
@@ -12,7 +12,6 @@ A unit matches on `_SYSTEMD_UNIT` (its own output), `UNIT` (systemd's messages a
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -297,7 +296,7 @@ class JournalSource:
 
     @property
     def lean(self) -> bool:
-        """Whether a backlog can be read by blocks (`take_lean`, `entries_at`): the binding can, journalctl not."""
+        """Whether a backlog can be read by blocks (`take_lean`, `entries_at`)."""
         return self._impl.lean
 
     def take_lean(self, limit: int) -> LeanBatch:
@@ -603,10 +602,45 @@ class _ReaderBackend(_Backend):
             pass
 
 
-# -- journalctl -o json ------------------------------------------------------------------------
+# -- journalctl -o export ----------------------------------------------------------------------
+
+# One entry of journalctl's export format whose fields are all text lines: its cursor, time and message. An
+# entry this does not take (a field in the binary form, no MESSAGE) is read by `_export_entry`.
+_LEAN_ENTRY = re.compile(rb"__CURSOR=([^\n]*)\n(?:[A-Za-z0-9_]+=[^\n]*\n)*?__REALTIME_TIMESTAMP=(\d+)\n"
+                         rb"(?:[A-Za-z0-9_]+=[^\n]*\n)*?MESSAGE=([^\n]*)\n(?:[A-Za-z0-9_]+=[^\n]*\n)*\n")
+_READ_SIZE = 1 << 20
+_LEAN_WAIT = 5.0  # seconds without output that end a block read while following (the backlog is read)
+
+
+def _export_entry(buf: bytes | bytearray, pos: int) -> tuple[dict, int] | None:
+    """The entry of journalctl's export format at `pos` as a dict of strings (as `-o json` gives them, a field's
+    first value when it has several) and where it ends; None when `buf` ends inside it."""
+    out: dict[str, str] = {}
+    n = len(buf)
+    while True:
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            return None
+        if nl == pos:  # the empty line after the entry's fields
+            return out, nl + 1
+        eq = buf.find(b"=", pos, nl)
+        if eq >= 0:
+            key, value, pos = buf[pos:eq], buf[eq + 1: nl], nl + 1
+        else:  # the binary form: the name, the size (64 bits, little-endian), the bytes, a newline
+            if nl + 9 > n:
+                return None
+            end = nl + 9 + int.from_bytes(buf[nl + 1: nl + 9], "little")
+            if end >= n:
+                return None
+            key, value, pos = buf[pos:nl], buf[nl + 9: end], end + 1
+        name = key.decode("ascii", "replace")
+        if name not in out:
+            out[name] = value.decode("utf-8", "replace")
 
 
 class _JournalctlBackend(_Backend):
+    lean = True  # a backlog's block is read once, lean, and kept until its whole entries are asked for
+
     def __init__(self, src: JournalSource, boot: str | None) -> None:
         import shutil  # this reader's modules are imported when it is used: `tail FILE` needs none
 
@@ -615,7 +649,7 @@ class _JournalctlBackend(_Backend):
         if exe is None:
             raise SourceError("cannot read the journal: journalctl is not installed, nor the systemd Python "
                               "binding (pip install systemd-python)")
-        args = [exe, "--no-pager", "--all", "-o", "json"]
+        args = [exe, "--no-pager", "--all", "-o", "export"]
         for f in src.files:
             args.append(f"--file={f}")
         if src.directory:
@@ -631,7 +665,8 @@ class _JournalctlBackend(_Backend):
         self.proc: subprocess.Popen | None = None
         self._err: IO[bytes] | None = None
         self._buf = bytearray()
-        self._pending: list[dict] = []
+        self._pos = 0  # where the next entry in `_buf` begins
+        self._block: tuple[str, bytes, list[int]] | None = None  # the last lean block: first cursor, bytes, ends
 
     def _spawn(self, extra: list[str], base: list[str] | None = None) -> tuple[subprocess.Popen, IO[bytes]]:
         import subprocess
@@ -663,15 +698,21 @@ class _JournalctlBackend(_Backend):
         finished = False
         try:
             assert p.stdout is not None
-            for raw in p.stdout:
-                entry = _json(raw)
-                if entry is not None:
+            buf, pos = bytearray(), 0
+            while data := p.stdout.read1(_READ_SIZE):  # type: ignore[attr-defined]
+                buf += data
+                while (got := _export_entry(buf, pos)) is not None:
+                    entry, pos = got
                     yield entry
+                del buf[:pos]
+                pos = 0
             finished = True
         finally:
             if not finished:
                 p.kill()
             rc = p.wait()
+            if p.stdout is not None:
+                p.stdout.close()
             if finished and rc != 0:
                 exc = self._failure(p, err)
                 err.close()
@@ -687,6 +728,9 @@ class _JournalctlBackend(_Backend):
             entries.close()  # type: ignore[attr-defined]
 
     def start(self, cursor: str | None = None, since: float | None = None) -> None:
+        self.close()
+        self.exhausted = False
+        self._buf, self._pos, self._block = bytearray(), 0, None
         extra = ["--no-tail"]  # --follow alone shows only the last 10 entries, even after --cursor
         if cursor:
             extra.append(f"--cursor={cursor}")
@@ -698,40 +742,117 @@ class _JournalctlBackend(_Backend):
         assert self.proc.stdout is not None
         os.set_blocking(self.proc.stdout.fileno(), False)
 
-    def read(self, timeout: float) -> list[dict]:
-        p = self.proc
-        if p is None or p.stdout is None:
-            return []
-        out = self._pending[:BATCH]
-        del self._pending[:BATCH]
-        if out:
-            return out
+    def _fill(self, timeout: float) -> bool:
+        """More of journalctl's output into the buffer, waiting up to `timeout` s for it; False when none came
+        (or it ended)."""
         import select
 
+        p = self.proc
+        if p is None or p.stdout is None or self.exhausted:
+            return False
         fd = p.stdout.fileno()
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
             if not ready:
-                return []
+                return False
             try:
-                data = os.read(fd, 1 << 16)
+                data = os.read(fd, _READ_SIZE)
             except BlockingIOError:
                 continue
             if not data:
-                return self._ended()
+                self._ended()
+                return False
+            if self._pos:
+                del self._buf[: self._pos]
+                self._pos = 0
             self._buf += data
-            nl = self._buf.rfind(b"\n")
-            if nl < 0:
-                continue
-            lines = bytes(self._buf[: nl + 1]).splitlines()
-            del self._buf[: nl + 1]
-            entries = [e for e in (_json(raw) for raw in lines) if e is not None]
-            self._pending.extend(entries[BATCH:])
-            if entries:
-                return entries[:BATCH]
+            return True
 
-    def _ended(self) -> list[dict]:
+    def read(self, timeout: float) -> list[dict]:
+        out: list[dict] = []
+        wait = timeout
+        while True:
+            while len(out) < BATCH and (got := _export_entry(self._buf, self._pos)) is not None:
+                entry, self._pos = got
+                out.append(entry)
+            if len(out) >= BATCH or not self._fill(0.0 if out else wait):
+                return out
+            wait = 0.0
+
+    def take_lean(self, limit: int) -> LeanBatch:
+        """Up to `limit` entries from here, each one's MESSAGE and time, up to the newest entry when reading began;
+        the block's bytes are kept for `entries_at`."""
+        msgs: list[bytes] = []
+        times: list[int] = []
+        ends: list[int] = []  # where each entry ends, from the block's start
+        first: bytes | None = None  # the block's first entry's cursor
+        cursor = b""
+        newest = (self.src.newest_cursor or "").encode()
+        match = _LEAN_ENTRY.match
+        start = pos = self._pos
+        while len(msgs) < limit:
+            m = match(self._buf, pos)
+            if m is not None:
+                cursor, usec, msg = m.groups()
+                pos = m.end()
+            else:
+                got = _export_entry(self._buf, pos)
+                if got is None:  # the buffer ends inside an entry: read on, keeping the block's bytes
+                    self._pos = start
+                    filled = self._fill(_LEAN_WAIT if self.src.follow else 600.0)
+                    pos -= start - self._pos  # `_fill` dropped what was before the block
+                    start = self._pos
+                    if not filled:
+                        break
+                    continue
+                entry, pos = got
+                cursor = entry.get("__CURSOR", "").encode()
+                msg = entry.get("MESSAGE", "").encode()
+                usec = entry.get("__REALTIME_TIMESTAMP") or b"0"
+            msgs.append(msg)
+            times.append(int(usec))
+            ends.append(pos - start)
+            if first is None:
+                first = cursor
+            if cursor == newest:
+                break
+        self._pos = pos
+        if first is None:
+            return LeanBatch(None, None, [], [])
+        first_cursor, last_cursor = first.decode("ascii", "replace"), cursor.decode("ascii", "replace")
+        self._block = (first_cursor, bytes(self._buf[start:pos]), ends)
+        return LeanBatch(first_cursor, last_cursor, msgs, times)
+
+    def entries_at(self, first_cursor: str, indices: Iterable[int]) -> Iterator[dict]:
+        """The whole entries at `indices` (ascending) counted from the one at `first_cursor`: from the last lean
+        block when it is that one, else read again from the journal."""
+        if self._block is not None and self._block[0] == first_cursor:
+            _, data, ends = self._block
+            for i in indices:
+                if i >= len(ends):
+                    return
+                got = _export_entry(data, ends[i - 1] if i else 0)
+                if got is None:
+                    return
+                yield got[0]
+            return
+        entries = self._entries(["--no-tail", f"--cursor={first_cursor}"])
+        try:
+            at = -1
+            for i in indices:
+                e = None
+                while at < i:
+                    e = next(entries, None)
+                    at += 1
+                    if e is None:
+                        return
+                assert e is not None
+                yield e
+        finally:
+            entries.close()  # type: ignore[attr-defined]
+
+    def _ended(self) -> None:
         p = self.proc
         assert p is not None
         rc = p.wait()
@@ -740,7 +861,6 @@ class _JournalctlBackend(_Backend):
             raise self._failure(p, self._err)
         if self.src.follow:
             raise SourceError("journalctl stopped following the journal (its files were removed?)")
-        return []
 
     def close(self) -> None:
         import subprocess
@@ -758,14 +878,4 @@ class _JournalctlBackend(_Backend):
         if self._err is not None:
             self._err.close()
             self._err = None
-
-
-def _json(raw: bytes) -> dict | None:
-    raw = raw.strip()
-    if not raw:
-        return None
-    try:
-        entry = json.loads(raw)
-    except ValueError:
-        return None
-    return entry if isinstance(entry, dict) else None
+        self.proc = None

@@ -24,7 +24,7 @@ from logsense.timeline import RESTART_AFTER, RESTART_PHASE
 SCAN_BYTES = 256 << 20  # how far back from a file's end its latest startup is looked for
 CATCH_UP_MIN = 1 << 20  # a backlog this big or bigger is read by blocks, its lines that no stage needs passed over
 CATCH_UP_BLOCK = 4 << 20
-JOURNAL_CATCH_UP = 20_000  # a journal backlog this many entries long or longer is read by blocks (the binding only)
+JOURNAL_CATCH_UP = 20_000  # a journal backlog this many entries long or longer is read by blocks
 JOURNAL_BLOCK = 50_000  # entries read at once when reading by blocks
 # systemd's words in a file (`systemd_word`): a line that holds one is never passed over
 _SYSTEMD_LITERALS = (b"Starting ", b"Started ", b"Stopping ", b"Stopped ", b"Failed to start ", b"Main process exited",
@@ -387,7 +387,7 @@ class JournalItems:
         self.src = journald.JournalSource(unit, files=files, directory=directory,
                                           since=None if cursor else since_arg, boot=None if cursor else boot,
                                           cursor=cursor, follow=follow)
-        # a unit's latest run, read from its start by the binding, goes by blocks: not a resume (a replay goes
+        # a unit's latest run, read from its start, goes by blocks: not a resume (a replay goes
         # entry by entry to the saved position), not every run of the journal (history), not every unit
         self._keep = keep if (keep is not None and self.src.lean and self.src.names and not cursor
                               and not from_start and self.src.newest_cursor is not None) else None
