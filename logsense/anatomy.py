@@ -69,7 +69,7 @@ class Likely(Value):
         """One sentence for the report: said as likely, with what placed it."""
         how = []
         if self.exception:
-            how.append(f"a {self.exception}")
+            how.append(f"{'an' if self.exception[:1] in 'AEIOU' else 'a'} {self.exception}")
         if self.where:
             how.append(f"raised in {self.where}")
         text = f"Likely {self.title}" + (f" ({' '.join(how)})" if how else "") + "."
