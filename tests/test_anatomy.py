@@ -90,6 +90,8 @@ def test_anatomy_places_an_unnamed_exception(log, area, family):
     assert (likely.area, likely.family) == (area, family)
     assert "Likely" in report.diagnoses[0].explanation
     assert report.diagnoses[0].to_json()["likely"]["area"] == area
+    exc = log.rstrip().rsplit("\n", 1)[-1].split(":")[0]  # "an OSError", "a ValueError"
+    assert f"{'an' if exc[0] in 'AEIOU' else 'a'} {exc} raised in" in report.diagnoses[0].explanation
 
 
 def test_a_config_validation_error_names_the_flag():
