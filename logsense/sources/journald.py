@@ -809,7 +809,7 @@ class _JournalctlBackend(_Backend):
                 entry, pos = got
                 cursor = entry.get("__CURSOR", "").encode()
                 msg = entry.get("MESSAGE", "").encode()
-                usec = entry.get("__REALTIME_TIMESTAMP") or b"0"
+                usec = entry.get("__REALTIME_TIMESTAMP") or "0"
             msgs.append(msg)
             times.append(int(usec))
             ends.append(pos - start)
@@ -839,16 +839,14 @@ class _JournalctlBackend(_Backend):
             return
         entries = self._entries(["--no-tail", f"--cursor={first_cursor}"])
         try:
-            at = -1
-            for i in indices:
-                e = None
-                while at < i:
-                    e = next(entries, None)
-                    at += 1
-                    if e is None:
-                        return
-                assert e is not None
-                yield e
+            wanted = iter(indices)
+            want = next(wanted, None)
+            for n, e in enumerate(entries):
+                if want is None:
+                    return
+                if n == want:
+                    yield e
+                    want = next(wanted, None)
         finally:
             entries.close()  # type: ignore[attr-defined]
 
