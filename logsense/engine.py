@@ -26,7 +26,7 @@ from logsense.model import (
 )
 from logsense.rules import RuleSet
 from logsense.rules.compile import MATCH_TIMEOUT, RULE_BUDGET, CompiledRule, Pattern
-from logsense.taxonomy import raised_in
+from logsense.taxonomy import OUT_OF_MEMORY_KIND, raised_in
 from logsense.taxonomy import title as cause_title
 
 MAX_EVIDENCE = 6
@@ -360,8 +360,10 @@ class Ranker:
                 ev.append(m.evidence[-1])
         ev = sorted({e.line: e for e in ev}.values(), key=lambda e: e.line)[:MAX_EVIDENCE]
         ranks = sorted({m.event.rank for m in self.fatal if m.event.rank})
-        likely = next((found for m in sorted(self.fatal, key=self._order_key)
-                       if m.event.kind == EventKind.TRACEBACK and (found := anatomy.of(m.event))), None)
+        # memory that ran out is not a part of the code failing: no likely part is offered for it
+        likely = None if spec and spec.kind == OUT_OF_MEMORY_KIND else next(
+            (found for m in sorted(self.fatal, key=self._order_key)
+             if m.event.kind == EventKind.TRACEBACK and (found := anatomy.of(m.event))), None)
         return Diagnosis(
             cause=UNKNOWN,
             rule=None,

@@ -8,6 +8,13 @@ from pathlib import Path
 from logsense.model import Value, _set
 
 TAXONOMY_PATH = Path(__file__).with_name("taxonomy.yaml")
+# The causes that explain a failure whose fatal sign is memory running out (fatal kind out_of_memory):
+# no other cause is offered for it, by the learned classifier or as the likely part of the code.
+OUT_OF_MEMORY = frozenset({
+    "cuda_oom_weight_loading", "cuda_oom_cuda_graph", "cuda_oom_runtime", "cuda_oom_kv_cache_alloc",
+    "kv_cache_insufficient", "kv_cache_pressure", "gpu_memory_not_free", "gpu_memory_unbalanced", "host_memory_oom",
+})
+OUT_OF_MEMORY_KIND = "out_of_memory"
 
 
 class Cause(Value):

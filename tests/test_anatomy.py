@@ -110,3 +110,18 @@ def test_a_config_validation_error_names_the_flag():
 def test_no_anatomy_without_a_traceback():
     report = analyze(["[2026-01-01 10:00:00] Killed"], _fatal_only())
     assert all(d.likely is None for d in report.diagnoses)
+
+
+def test_an_oom_in_no_known_step_offers_no_part_of_the_code():
+    """Memory that ran out is not a part of the code failing: no likely part, no guess outside memory."""
+    log = ("Traceback (most recent call last):\n"
+           '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/executor/multiproc_executor.py", line 9, in get_response\n'
+           "    raise RuntimeError(f\"Worker failed with error '{e}'\")\n"
+           "RuntimeError: Worker failed with error 'CUDA error: out of memory'\n")
+    d = analyze(log.splitlines()).diagnoses[0]
+    assert (d.cause, d.kind, d.likely) == ("unknown", "out_of_memory", None)
+    assert "out of memory" in d.title
+    from logsense.taxonomy import OUT_OF_MEMORY
+
+    offered = [c for c in causes() if f"Maybe {c}:" in d.explanation]
+    assert all(c in OUT_OF_MEMORY for c in offered)

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from logsense.learn.decide import best_failure, decide
 from logsense.learn.features import DigestWatch, Doc, DocReader, Note
-from logsense.model import UNKNOWN, Diagnosis, Evidence, Fix, FixKind, Origin
+from logsense.model import HEALTHY, UNKNOWN, Diagnosis, Evidence, Fix, FixKind, Origin
 from logsense.servers import NAMES
+from logsense.taxonomy import OUT_OF_MEMORY, OUT_OF_MEMORY_KIND
 
 if TYPE_CHECKING:
     from logsense.learn.linear import LinearModel, Prediction
@@ -61,6 +62,8 @@ class Classifier(DocReader):
         model = self.model
         raw = model.predict(doc.text)
         pred = model.capped(raw)  # a cause's confidence never exceeds what it earned held out
+        if root.kind == OUT_OF_MEMORY_KIND:  # the log says memory ran out: only a memory cause explains it
+            raw, pred = _only(raw, OUT_OF_MEMORY), _only(pred, OUT_OF_MEMORY)
         verdict, p, _ = decide(pred.probs, self.threshold, failed=True)
         explains = tuple(d.rule for d in symptoms if d.rule)
         if verdict != UNKNOWN:
@@ -102,6 +105,11 @@ class Classifier(DocReader):
             evidence=_evidence(sorted(notes, key=lambda n: n.line)), fixes=fixes, explains=explains,
             nearest=nearest[0] if nearest else None,
         )
+
+
+def _only(pred: Prediction, keep: frozenset[str]) -> Prediction:
+    """The prediction with only the causes in `keep` (their probabilities as they were, not renormalised)."""
+    return type(pred)(tuple((c, p) for c, p in pred.probs if c in keep or c in (HEALTHY, UNKNOWN)))
 
 
 def _record(model: LinearModel, cause: str, p_raw: float) -> str:
