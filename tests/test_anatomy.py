@@ -123,5 +123,6 @@ def test_an_oom_in_no_known_step_offers_no_part_of_the_code():
     assert "out of memory" in d.title
     from logsense.taxonomy import OUT_OF_MEMORY
 
+    assert OUT_OF_MEMORY <= set(causes())  # ids of the taxonomy, never renamed
     offered = [c for c in causes() if f"Maybe {c}:" in d.explanation]
     assert all(c in OUT_OF_MEMORY for c in offered)
