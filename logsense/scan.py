@@ -19,6 +19,7 @@ import os
 import stat
 import struct
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn, TypeVar
@@ -668,13 +669,20 @@ def _feed_all(scanned: Iterable[tuple[bytes, Found, bool]], p: Pipeline, tail: i
     """Feed the candidate lines of every block (`ln` lines before the first); the `tail` last lines and the
     very last line always."""
     last: list[Any] = [b"", 0, True]  # the last line read, its number, and whether it was fed
+    back: deque[tuple[bytes, int, int]] = deque()  # the blocks before: body, lines before it, lines in it
     for body, found, final in scanned:
         extra: list[int] = []
         if final:
             dated = last_dated(body)
             if dated is not None:
                 extra.append(dated)
+            else:  # the last block has no time (a long traceback): the last time is in a block before
+                _note_last_dated(back, p)
+        first = ln
         ln = _feed_block(body, found, ln, p, last, tail if final else 0, pick, extra)
+        back.append((body, first, ln - first))
+        while len(back) > 1 and sum(n for _, _, n in back) - back[0][2] >= DATED_LOOKBACK:
+            back.popleft()
     if not last[2]:
         # the log's last line dates its end (the last phase's duration), wanted or not
         p.feed_line(last[1], last[0].decode("utf-8", "replace"))
@@ -699,6 +707,20 @@ def last_dated(body: bytes) -> int | None:
             return start
         end = start - 1
     return None
+
+
+def _note_last_dated(back: Iterable[tuple[bytes, int, int]], p: Pipeline) -> None:
+    """The time of the last line with one in these blocks (newest last), fed or not: it dates the log's end."""
+    for body, first, _ in reversed(list(back)):
+        start = last_dated(body)
+        if start is None:
+            continue
+        end = body.find(b"\n", start)
+        line = first + body.count(b"\n", 0, start) + 1
+        for rec in Normalizer().feed(line, body[start : min(end, start + MAX_LINE_BYTES)].decode("utf-8", "replace")):
+            if rec.time:
+                p.timeline.dated(line, rec.time)
+        return
 
 
 def _feed_block(body: bytes, found: Found, ln: int, p: Pipeline, last: list, tail: int = 0,

@@ -37,6 +37,7 @@ class Timeline:
         self._phases: list[list] = []  # [name, start time, start line]
         self.first_time: str | None = None
         self.last_time: str | None = None
+        self.last_time_line = 0  # the line last_time was read on
         self.year: str | None = None  # the year the log prints; a time read without one is put in it
         self.progress: tuple[int, int] | None = None
         # the server of the last marker line that carried its server's prefix; marker lines are read
@@ -65,11 +66,7 @@ class Timeline:
     def feed(self, rec: Record) -> tuple[str | None, tuple[int, int] | None]:
         """Returns (the phase entered on this line or None, progress (done, total) or None)."""
         if rec.time:
-            self.last_time = rec.time
-            if self.year is None and not rec.time.startswith(PLACEHOLDER_YEAR):
-                self.year = rec.time[:4]
-            if self.first_time is None:
-                self.first_time = rec.time
+            self.dated(rec.line, rec.time)
         keys = self.index.keys_in(rec.message)
         if not keys:
             return None, None
@@ -102,6 +99,16 @@ class Timeline:
     def is_ready_phase(self, phase: str) -> bool:
         """True for a phase the phase file marks `ready: true` (whatever its name)."""
         return phase in self._ready_phases
+
+    def dated(self, line: int, time: str) -> None:
+        """A line's time, read whole or passed over (it holds nothing else a stage reads): the log's times so far."""
+        if line < self.last_time_line:
+            return  # a later line's time is already known
+        self.last_time, self.last_time_line = time, line
+        if self.year is None and not time.startswith(PLACEHOLDER_YEAR):
+            self.year = time[:4]
+        if self.first_time is None:
+            self.first_time = time
 
     def is_stop_phase(self, phase: str | None) -> bool:
         """True for a phase the phase file marks `stop: true`: the ready server was stopped."""
