@@ -670,6 +670,7 @@ def _feed_all(scanned: Iterable[tuple[bytes, Found, bool]], p: Pipeline, tail: i
     very last line always."""
     last: list[Any] = [b"", 0, True]  # the last line read, its number, and whether it was fed
     back: deque[tuple[bytes, int, int]] = deque()  # the blocks before: body, lines before it, lines in it
+    kept = 0  # lines in `back`
     for body, found, final in scanned:
         extra: list[int] = []
         if final:
@@ -681,8 +682,9 @@ def _feed_all(scanned: Iterable[tuple[bytes, Found, bool]], p: Pipeline, tail: i
         first = ln
         ln = _feed_block(body, found, ln, p, last, tail if final else 0, pick, extra)
         back.append((body, first, ln - first))
-        while len(back) > 1 and sum(n for _, _, n in back) - back[0][2] >= DATED_LOOKBACK:
-            back.popleft()
+        kept += ln - first
+        while len(back) > 1 and kept - back[0][2] >= DATED_LOOKBACK:
+            kept -= back.popleft()[2]
     if not last[2]:
         # the log's last line dates its end (the last phase's duration), wanted or not
         p.feed_line(last[1], last[0].decode("utf-8", "replace"))
@@ -709,9 +711,9 @@ def last_dated(body: bytes) -> int | None:
     return None
 
 
-def _note_last_dated(back: Iterable[tuple[bytes, int, int]], p: Pipeline) -> None:
+def _note_last_dated(back: deque[tuple[bytes, int, int]], p: Pipeline) -> None:
     """The time of the last line with one in these blocks (newest last), fed or not: it dates the log's end."""
-    for body, first, _ in reversed(list(back)):
+    for body, first, _ in reversed(back):
         start = last_dated(body)
         if start is None:
             continue
