@@ -78,6 +78,7 @@ class Framer:
 
     def __init__(self) -> None:
         self._open: dict[str | None, _Open] = {}  # by pid
+        self._wrapping: str | None = None  # the pid whose lone exception line the last record left open
 
     @property
     def busy(self) -> bool:
@@ -86,18 +87,27 @@ class Framer:
 
     def feed(self, rec: Record, phase: str = "import") -> list[Event]:
         out: list[Event] = []
-        cur = self._open.get(rec.pid)
+        key = rec.pid
+        wrapping, self._wrapping = self._wrapping, None
+        if key is None and wrapping is not None and not rec.prefixed and rec.time is None:
+            # a paste wrapped a prefixed process's exception line: the line after it has no prefix of its own
+            key = wrapping
+        cur = self._open.get(key)
         if cur is not None:
             verdict = self._continue(cur, rec)
             if verdict == "take":
                 cur.records.append(rec)
                 if len(cur.records) >= MAX_EVENT_LINES:
-                    out.append(self._close(rec.pid))
+                    out.append(self._close(key))
+                elif cur.state == "wrapped" and key is not None:
+                    self._wrapping = key
                 return out
             if verdict == "other":
                 # another rank's line while this traceback is still in its frames
                 out.append(Event(EventKind.LINE, (rec,), phase))
                 return out
+            out.append(self._close(key))
+        if key is not rec.pid and rec.pid in self._open:
             out.append(self._close(rec.pid))
         opens = _opens(rec.message)
         if opens is EventKind.TRACEBACK:
@@ -107,6 +117,7 @@ class Framer:
         elif _BARE_EXCEPTION.match(rec.message):
             # its message may go on in the next lines, wrapped by the paste (read joined: wrapped_message)
             self._open[rec.pid] = _Open(EventKind.LINE, [rec], phase, state="wrapped")
+            self._wrapping = rec.pid
         else:
             out.append(Event(EventKind.LINE, (rec,), phase))
         return out

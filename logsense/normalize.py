@@ -44,6 +44,9 @@ _DOCKER = re_cache.compile(
     r"|(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?=\[\d{4}-|$|\S))"
     r"|(?P<svc>[A-Za-z0-9][\w.]*[-_][\w.-]*)\s+\| ?"
     r"|\[pod/[\w.-]+/[\w.-]+\] "
+    # Python logging's default format, as a launcher relays a server's lines (olmocr, modelscope):
+    # "2025-03-03 17:23:05,698 - __main__ - INFO - <the server's line>"
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.<>-]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
 # Xinference (xoscar) re-raises an actor's exception with the actor's address in front of its text:
 # "ImportError: [address=0.0.0.0:40067, pid=32176] cannot import name ...": the text is the exception's own

@@ -85,6 +85,23 @@ def test_a_wrapped_message_is_matched_by_the_rules(rules):
     assert report.root is not None and report.root.cause == "gpu_memory_not_free"
 
 
+PREFIXED_WRAPPED = """\
+(VllmWorker rank=3 pid=150413) ERROR 04-24 07:04:06 [multiproc_executor.py:435] ImportError: /venv/torchac_cuda.so:
+ undefined symbol: _ZN3c106detail23torchInternalAssertFailEPKcS2_jS2_
+(VllmWorker rank=3 pid=150413) ERROR 04-24 07:04:06 [multiproc_executor.py:435] 
+raw stderr of another process
+"""
+
+
+def test_a_prefixed_exception_line_takes_the_wrapped_line_that_lost_the_prefix():
+    """The line a paste wrapped off a vLLM-prefixed exception line has no pid: it goes on that line's message."""
+    events = frame(PREFIXED_WRAPPED)
+    assert [r.line for r in events[0].records] == [1, 2]
+    joined = wrapped_message(events[0])
+    assert joined is not None and joined.message.endswith(".so: undefined symbol: _ZN3c106detail23torchInternalAssertFailEPKcS2_jS2_")
+    assert [e.first_line for e in events[1:]] == [3, 4]
+
+
 def test_compiler_error_joins_its_traceback():
     text = """\
 /tmp/x/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory
