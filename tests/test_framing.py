@@ -88,7 +88,7 @@ def test_a_wrapped_message_is_matched_by_the_rules(rules):
 PREFIXED_WRAPPED = """\
 (VllmWorker rank=3 pid=150413) ERROR 04-24 07:04:06 [multiproc_executor.py:435] ImportError: /venv/torchac_cuda.so:
  undefined symbol: _ZN3c106detail23torchInternalAssertFailEPKcS2_jS2_
-(VllmWorker rank=3 pid=150413) ERROR 04-24 07:04:06 [multiproc_executor.py:435] 
+(VllmWorker rank=3 pid=150413) ERROR 04-24 07:04:06 [multiproc_executor.py:435] WorkerProc failed to start
 raw stderr of another process
 """
 
