@@ -21,6 +21,10 @@ _PROC = re_cache.compile(
 _LOG = re_cache.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<src>[\w./-]+:\d+)\] "
 )
+# A paste that trimmed the pid and the time keeps "(EngineCore_DP0) ERROR [core.py:1104] " or, on a traceback's
+# lines, "(StageEngineCoreProc_stage0_replica0) ERROR ": the process name is then the stream.
+_PROC_BARE = re_cache.compile(r"\((?P<proc>[A-Za-z][\w-]*)\) (?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) )")
+_LOG_BARE = re_cache.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:\[(?P<src>[\w./-]+:\d+)\] )?")
 _RANKS = re_cache.compile(r"(?<=_)(?:DP|PP|PCP|TP|DCP|EP)\d+")
 _RAY_REPEAT = re_cache.compile(r" \[repeated \d+x across cluster\]$")
 # Process names vLLM gives its processes (V1 engine core, workers, API server; V0 and Ray workers).
@@ -55,6 +59,17 @@ class VLLMLines:
                 rank = _rank(v)
                 server = NAME if v["proc"].startswith(_PROCESSES) else server
                 text = text[v.end() :]
+        elif text[:1] == "(" and (b := _PROC_BARE.match(text)) is not None:
+            pid = b["proc"]
+            rank = " ".join(_RANKS.findall(b["proc"])) or None
+            text = text[b.end() :]
+            lb = _LOG_BARE.match(text)
+            assert lb is not None  # the lookahead saw the level
+            head = lb.group(0) if lb["src"] else None
+            prefixed = head is not None and self._heads.get(pid) != head
+            if head is not None:
+                self._heads[pid] = head
+            return Prefix(text[lb.end() :], time, pid, rank, NAME, prefixed)
         if text[:1] in "DIWEC":
             lg = _LOG.match(text)
             if lg:
