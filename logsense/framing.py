@@ -87,27 +87,29 @@ class Framer:
 
     def feed(self, rec: Record, phase: str = "import") -> list[Event]:
         out: list[Event] = []
-        key = rec.pid
         wrapping, self._wrapping = self._wrapping, None
-        if key is None and wrapping is not None and not rec.prefixed and rec.time is None:
+        w = self._open.get(wrapping) if wrapping is not None else None
+        if w is not None and rec.pid is None and not rec.prefixed and rec.time is None:
             # a paste wrapped a prefixed process's exception line: the line after it has no prefix of its own
-            key = wrapping
-        cur = self._open.get(key)
+            if self._continue(w, rec) == "take":
+                w.records.append(rec)
+                self._wrapping = wrapping
+                return out
+            out.append(self._close(wrapping))
+        cur = self._open.get(rec.pid)
         if cur is not None:
             verdict = self._continue(cur, rec)
             if verdict == "take":
                 cur.records.append(rec)
                 if len(cur.records) >= MAX_EVENT_LINES:
-                    out.append(self._close(key))
-                elif cur.state == "wrapped" and key is not None:
-                    self._wrapping = key
+                    out.append(self._close(rec.pid))
+                elif cur.state == "wrapped" and rec.pid is not None:
+                    self._wrapping = rec.pid
                 return out
             if verdict == "other":
                 # another rank's line while this traceback is still in its frames
                 out.append(Event(EventKind.LINE, (rec,), phase))
                 return out
-            out.append(self._close(key))
-        if key is not rec.pid and rec.pid in self._open:
             out.append(self._close(rec.pid))
         opens = _opens(rec.message)
         if opens is EventKind.TRACEBACK:
@@ -117,7 +119,8 @@ class Framer:
         elif _BARE_EXCEPTION.match(rec.message):
             # its message may go on in the next lines, wrapped by the paste (read joined: wrapped_message)
             self._open[rec.pid] = _Open(EventKind.LINE, [rec], phase, state="wrapped")
-            self._wrapping = rec.pid
+            if rec.pid is not None:
+                self._wrapping = rec.pid
         else:
             out.append(Event(EventKind.LINE, (rec,), phase))
         return out
