@@ -45,8 +45,9 @@ def _value(s: str, i: int) -> tuple[Any, int]:
         while j < n and s[j] != ch:
             j += 2 if s[j] == "\\" else 1
         return s[i + 1 : j], j + 1
-    if ch in "[({":
-        depth, j = 0, i
+    call = _CALL.match(s, i)  # a nested config object's repr: "PhaseConfig(backend='x', bs=[4, 8])"
+    if ch in "[({" or call:
+        depth, j = 0, call.end() - 1 if call else i
         while j < n:
             c = s[j]
             if c in "'\"":
