@@ -83,6 +83,11 @@ def is_journal_meta(text: str) -> bool:
     return text.startswith("-- ") and _JOURNAL_META.match(text) is not None
 
 
+def line_times(line_no: int, raw: bytes) -> list[str]:
+    """The times of one line's records (a line's bytes, without its newline), read by itself."""
+    return [r.time for r in Normalizer().feed(line_no, raw.decode("utf-8", "replace")) if r.time]
+
+
 def clean(text: str) -> str:
     """Remove terminal escape sequences and control characters (keeps \\t and \\r)."""
     if "\x1b" in text or "\x9b" in text:

@@ -29,7 +29,7 @@ from typing import NamedTuple
 from logsense.latest import NOT_ALONE
 from logsense.logtime import time_to
 from logsense.model import Item
-from logsense.normalize import Normalizer, in_year
+from logsense.normalize import in_year, line_times
 from logsense.session import Outcome, Session, Startup
 from logsense.sources.stream import FileSource, Gap, Source
 
@@ -278,7 +278,7 @@ class Repeats:
             if t is None or not 0 <= i < span.end_line - span.at.line:
                 return None
             raw = data[starts[i] : starts[i + 1] - 1]
-            own = _line_times(raw, line)
+            own = line_times(line, raw)
             k = 0 if own[:1] == [t] else len(own) - 1 if own[-1:] == [t] else None
             if k is None or raw[:1] in NOT_ALONE:
                 return None
@@ -297,7 +297,7 @@ class Repeats:
             if p is None:
                 out.append(None)
                 continue
-            own = _line_times(data[p.start : p.end], line + p.line)
+            own = line_times(line + p.line, data[p.start : p.end])
             if not -len(own) <= p.k < len(own):
                 return None
             out.append(own[p.k])
@@ -312,11 +312,6 @@ class Repeats:
         if ready:
             return started_at, (stop - start if stop is not None and start is not None else None)
         return started_at, time_to(start, stop)
-
-
-def _line_times(raw: bytes, line: int) -> list[str]:
-    """The times of one line's records, read by itself."""
-    return [r.time for r in Normalizer().feed(line, raw.decode("utf-8", "replace")) if r.time]
 
 
 def stamp_mask(data: bytes) -> int:

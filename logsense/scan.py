@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn, TypeVar
 from logsense.errors import SourceError
 from logsense.framing import FRAMING_LITERALS
 from logsense.linecut import MAX_LINE_BYTES, LongLine
-from logsense.normalize import Normalizer
+from logsense.normalize import line_times
 from logsense.pipeline import Pipeline
 from logsense.sources.recorded import read_lines
 
@@ -704,8 +704,7 @@ def last_dated(body: bytes) -> int | None:
         if end <= 0:
             return None
         start = body.rfind(b"\n", 0, end) + 1
-        raw = body[start : min(end, start + MAX_LINE_BYTES)].decode("utf-8", "replace")
-        if any(rec.time for rec in Normalizer().feed(0, raw)):
+        if line_times(0, body[start : min(end, start + MAX_LINE_BYTES)]):
             return start
         end = start - 1
     return None
@@ -719,9 +718,8 @@ def _note_last_dated(back: deque[tuple[bytes, int, int]], p: Pipeline) -> None:
             continue
         end = body.find(b"\n", start)
         line = first + body.count(b"\n", 0, start) + 1
-        for rec in Normalizer().feed(line, body[start : min(end, start + MAX_LINE_BYTES)].decode("utf-8", "replace")):
-            if rec.time:
-                p.timeline.dated(line, rec.time)
+        for time in line_times(line, body[start : min(end, start + MAX_LINE_BYTES)]):
+            p.timeline.dated(line, time)
         return
 
 

@@ -48,7 +48,7 @@ class VLLMLines:
         self._heads: dict[str | None, str] = {}  # pid -> the last logger prefix it printed
 
     def read(self, text: str, time: str | None, pid: str | None) -> Prefix | None:
-        found = False
+        found = bare = False
         rank = server = None
         prefixed = False
         if text[:1] == "(" and " pid=" in text[:96]:
@@ -60,26 +60,23 @@ class VLLMLines:
                 server = NAME if v["proc"].startswith(_PROCESSES) else server
                 text = text[v.end() :]
         elif text[:1] == "(" and (b := _PROC_BARE.match(text)) is not None:
+            bare = True  # its level follows (the lookahead saw it); the process name is the stream
             pid = b["proc"]
             rank = " ".join(_RANKS.findall(b["proc"])) or None
             text = text[b.end() :]
-            lb = _LOG_BARE.match(text)
-            assert lb is not None  # the lookahead saw the level
-            head = lb.group(0) if lb["src"] else None
-            prefixed = head is not None and self._heads.get(pid) != head
-            if head is not None:
-                self._heads[pid] = head
-            return Prefix(text[lb.end() :], time, pid, rank, NAME, prefixed)
         if text[:1] in "DIWEC":
-            lg = _LOG.match(text)
+            lg = (_LOG_BARE if bare else _LOG).match(text)
             if lg:
                 found, server = True, NAME
                 # vLLM repeats its prefix on every line of a multi-line record (a traceback):
-                # only a new time or source line starts a new record.
-                head = lg.group(0)
-                prefixed = self._heads.get(pid) != head
-                self._heads[pid] = head
-                time = time or PLACEHOLDER_YEAR + lg["time"]  # vLLM prints no year; journal short times neither
+                # only a new time or source line starts a new record (a trimmed line without its source
+                # continues the last).
+                if lg["src"]:
+                    head = lg.group(0)
+                    prefixed = self._heads.get(pid) != head
+                    self._heads[pid] = head
+                if not bare:
+                    time = time or PLACEHOLDER_YEAR + lg["time"]  # vLLM prints no year; journal short times neither
                 text = text[lg.end() :]
         if not found:
             return None
