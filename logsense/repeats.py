@@ -14,6 +14,7 @@ What makes the same lines give the same verdict, and what is checked for it:
   indented, not quoted: it is read alone), the same year named by the log before it;
 - the earlier startup's times are read from lines that give their own time (checked on its lines), and the
   log's year does not change in it (a repeat's stamps keep their years);
+- its lines continue a logger's record where the earlier one's do (vLLM's lines of one prefix and time);
 - a repeat is never the input's last startup (a startup begins after it), and the source is a regular file
   read by blocks, not followed (history; `tail` decides as lines come).
 """
@@ -219,7 +220,7 @@ class Repeats:
             else:
                 if span.mask is None:
                     span.mask = stamp_mask(a)
-                if not same_but_stamps(a, b, span.mask):
+                if not same_but_stamps(a, b, span.mask) or not same_records(a, b):
                     continue
                 if span.times is False:
                     span.times = self._times(span, a)
@@ -314,23 +315,58 @@ class Repeats:
         return started_at, time_to(start, stop)
 
 
-def stamp_mask(data: bytes) -> int:
-    """`data`'s bytes as an int's (big-endian) with 0 where a repeat may differ, the digits of the time stamps
-    that begin each line (in its first HEAD bytes, a year's aside), and 0xff elsewhere."""
-    mask = bytearray(b"\xff") * len(data)
+def _stamp_spans(data: bytes) -> list[list[tuple[int, int]]]:
+    """Where the time stamps that begin each line of `data` are (in its first HEAD bytes), line by line."""
+    out: list[list[tuple[int, int]]] = []
     start, n = 0, len(data)
     while start < n:
         nl = data.find(b"\n", start)
         end = n if nl < 0 else nl
+        spans = []
         for m in _STAMP.finditer(data, start, min(end, start + HEAD)):
             s, e = m.span()
             if s > start and not data.endswith(_LEADS, start, s):
                 continue  # a time in the message (a duration, a deadline) is the message's
+            spans.append((s, e))
+        out.append(spans)
+        start = end + 1
+    return out
+
+
+def stamp_mask(data: bytes) -> int:
+    """`data`'s bytes as an int's (big-endian) with 0 where a repeat may differ, the digits of the time stamps
+    that begin each line (in its first HEAD bytes, a year's aside), and 0xff elsewhere."""
+    mask = bytearray(b"\xff") * len(data)
+    for spans in _stamp_spans(data):
+        for s, e in spans:
             if _DATED.match(data, s):
                 s += 4
             mask[s:e] = bytes(e - s)
-        start = end + 1
     return int.from_bytes(mask, "big")
+
+
+_LEVELS = (b"DEBUG ", b"INFO ", b"WARNING ", b"ERROR ", b"CRITICAL ")
+
+
+def same_records(a: bytes, b: bytes) -> bool:
+    """Whether the lines of `b` (`a`'s but for their stamps) continue a logger's record where `a`'s do: vLLM
+    repeats a record's prefix (process, level, time) on each of its lines, and a line whose prefix and time are
+    those of its stream's line before it continues that record; elsewhere a stamp's digits change nothing."""
+    last_a: dict[bytes, bytes] = {}
+    last_b: dict[bytes, bytes] = {}
+    start = 0
+    for spans in _stamp_spans(a):
+        if spans:
+            s, e = spans[0]
+            stream = a[start:s]
+            if stream.endswith(_LEVELS):
+                x, y = a[s:e], b[s:e]
+                if (last_a.get(stream) == x) != (last_b.get(stream) == y):
+                    return False
+                last_a[stream], last_b[stream] = x, y
+        nl = a.find(b"\n", start)
+        start = len(a) if nl < 0 else nl + 1
+    return True
 
 
 def same_but_stamps(a: bytes, b: bytes, mask: int | None = None) -> bool:
