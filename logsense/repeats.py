@@ -356,14 +356,15 @@ def same_records(a: bytes, b: bytes) -> bool:
     last_b: dict[bytes, bytes] = {}
     start = 0
     for spans in _stamp_spans(a):
-        if spans:
-            s, e = spans[0]
-            stream = a[start:s]
+        after = start  # a stamp's stream: the bytes before it on its line, from the stamp before it (journalctl's)
+        for s, e in spans:
+            stream = a[after:s]
             if stream.endswith(_LEVELS):
                 x, y = a[s:e], b[s:e]
                 if (last_a.get(stream) == x) != (last_b.get(stream) == y):
                     return False
                 last_a[stream], last_b[stream] = x, y
+            after = e
         nl = a.find(b"\n", start)
         start = len(a) if nl < 0 else nl + 1
     return True

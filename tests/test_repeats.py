@@ -26,6 +26,7 @@ from tests.conftest import CORPORA, HEALTHY, MODULE_MISSING
 
 LOGS = sorted(CORPORA.rglob("*.log"))
 FA4 = CORPORA / "mission/flash-attn-cute-warmup.log"
+VLLM_WEIGHTS = CORPORA / "recorded/vllm-0.17.1/weights-do-not-fit-config.log"
 
 # the stamps a line begins with, as the copies of a startup shift them
 _STAMPS = re.compile(r"(?P<iso>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)|(?P<short>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)"
@@ -123,6 +124,16 @@ def test_repeats_whose_times_differ(rules, tmp_path, forced):
     assert repeated >= 10
     assert len({r["started"] for r in rows}) == 16
     assert len({r["seconds"] for r in rows}) > 1
+
+
+def test_a_vllm_record_cut_by_a_stamp_is_not_repeated(rules, tmp_path, forced):
+    """vLLM starts a new record where a line's time changes: a copy whose traceback lines change second where
+    the earlier copy's did not frames other events, so it is read, not repeated (the rows agree either way)."""
+    text = _read(VLLM_WEIGHTS)
+    copies = [shifted(text, 3601 * k, jitter=k) for k in range(6)]
+    same(rules, _write(tmp_path / "vllm-jitter.log", copies))
+    rows, repeated = same(rules, _write(tmp_path / "vllm-shifted.log", [shifted(text, 3601 * k) for k in range(6)]))
+    assert repeated >= 3 and len({r["started"] for r in rows}) == 6  # the first two are read, and the last
 
 
 def test_a_digit_outside_the_time_is_not_repeated(rules, tmp_path, forced):
