@@ -85,7 +85,7 @@ class _Times(NamedTuple):
 class _Span:
     """An earlier startup that may be repeated: where it began and ended, and the state it began in."""
 
-    __slots__ = ("startup", "at", "year", "key", "end", "end_line", "next_len", "times", "mask")
+    __slots__ = ("startup", "at", "year", "key", "end", "end_line", "next_len", "times", "mask", "records")
 
     def __init__(self, startup: Startup, at: _At, year: int | None) -> None:
         self.startup = startup
@@ -95,6 +95,7 @@ class _Span:
         self.end = self.end_line = self.next_len = 0  # where the next startup began, and its first line's length
         self.times: _Times | None | bool = False  # False: not read yet; None: its times cannot be placed
         self.mask: int | None = None  # `stamp_mask` of its bytes, once a repeat differs from them
+        self.records: list[tuple[int, int, bytes]] = []  # `record_stamps` of its bytes, with the mask
 
 
 class Repeats:
@@ -219,8 +220,8 @@ class Repeats:
                 started_at, seconds = v.started_at, v.seconds
             else:
                 if span.mask is None:
-                    span.mask = stamp_mask(a)
-                if not same_but_stamps(a, b, span.mask) or not same_records(a, b):
+                    span.mask, span.records = stamp_mask(a), record_stamps(a)
+                if not same_but_stamps(a, b, span.mask) or not same_records(a, b, span.records):
                     continue
                 if span.times is False:
                     span.times = self._times(span, a)
@@ -348,25 +349,35 @@ def stamp_mask(data: bytes) -> int:
 _LEVELS = (b"DEBUG ", b"INFO ", b"WARNING ", b"ERROR ", b"CRITICAL ")
 
 
-def same_records(a: bytes, b: bytes) -> bool:
-    """Whether the lines of `b` (`a`'s but for their stamps) continue a logger's record where `a`'s do: vLLM
-    repeats a record's prefix (process, level, time) on each of its lines, and a line whose prefix and time are
-    those of its stream's line before it continues that record; elsewhere a stamp's digits change nothing."""
+def record_stamps(data: bytes) -> list[tuple[int, int, bytes]]:
+    """The stamps of `data` that a logger's record prefix holds (start, end, the stream they are of): vLLM
+    repeats a record's prefix (process, level, time) on each of its lines, and a line whose prefix and time
+    are those of its stream's line before it continues that record. A stamp's stream is what precedes it on
+    its line, from the stamp before it (journalctl's); elsewhere a stamp's digits change nothing."""
+    out: list[tuple[int, int, bytes]] = []
+    start = 0
+    for spans in _stamp_spans(data):
+        after = start
+        for s, e in spans:
+            stream = data[after:s]
+            if stream.endswith(_LEVELS):
+                out.append((s, e, stream))
+            after = e
+        nl = data.find(b"\n", start)
+        start = len(data) if nl < 0 else nl + 1
+    return out
+
+
+def same_records(a: bytes, b: bytes, stamps: list[tuple[int, int, bytes]] | None = None) -> bool:
+    """Whether the lines of `b` (`a`'s but for their stamps) continue a logger's record where `a`'s do.
+    `stamps`: `record_stamps(a)`, when kept."""
     last_a: dict[bytes, bytes] = {}
     last_b: dict[bytes, bytes] = {}
-    start = 0
-    for spans in _stamp_spans(a):
-        after = start  # a stamp's stream: the bytes before it on its line, from the stamp before it (journalctl's)
-        for s, e in spans:
-            stream = a[after:s]
-            if stream.endswith(_LEVELS):
-                x, y = a[s:e], b[s:e]
-                if (last_a.get(stream) == x) != (last_b.get(stream) == y):
-                    return False
-                last_a[stream], last_b[stream] = x, y
-            after = e
-        nl = a.find(b"\n", start)
-        start = len(a) if nl < 0 else nl + 1
+    for s, e, stream in record_stamps(a) if stamps is None else stamps:
+        x, y = a[s:e], b[s:e]
+        if (last_a.get(stream) == x) != (last_b.get(stream) == y):
+            return False
+        last_a[stream], last_b[stream] = x, y
     return True
 
 
