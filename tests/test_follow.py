@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import threading
 import time
@@ -11,7 +12,7 @@ import pytest
 
 from logsense.errors import SourceError
 from logsense.sources import follow as follow_mod
-from logsense.sources.follow import FileFollower, last_line_offset
+from logsense.sources.follow import FileFollower, last_line, last_line_offset
 
 
 def read_until(f: FileFollower, n: int, timeout: float = 10.0) -> list[tuple[int, str]]:
@@ -211,6 +212,32 @@ def test_last_line_offset_finds_the_latest_marker_across_blocks(tmp_path, monkey
     data = p.read_bytes()
     assert data[off:].startswith(b"[2026-01-01 01:00:00] server_args=ServerArgs(second)")
     assert last_line_offset(str(p), ["nothing like it"], lambda t: True) is None
+
+
+@pytest.mark.parametrize("block", [64, 1 << 20])  # many blocks (one multi-literal search each), or one
+def test_last_line_is_the_last_accepted_line_holding_a_literal(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(follow_mod, "SCAN_BLOCK", block)
+    rng = random.Random(7)
+    pool = ["noise {i}", "[t] server_args=ServerArgs({i})", "mentions server_args= only {i}",
+            "INFO non-default args: {{'m': {i}}}", "non-default args: none {i}", "x" * 90 + " {i}"]
+    lines = [rng.choice(pool).format(i=i) for i in range(400)]
+    p = tmp_path / "a.log"
+    p.write_text("\n".join(lines) + "\n")
+    data = p.read_bytes()
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def accept(text: str) -> bool:
+        return "(" in text or "{" in text
+
+    literals = ["server_args=", "non-default args:"]
+    for before in (None, len(data) // 2, starts[150], 40):
+        # the lines that start before `before`, read up to it
+        seen = [(starts[i], t if before is None else t[: before - starts[i]]) for i, t in enumerate(lines)
+                if before is None or starts[i] < before]
+        want = next(((at, t) for at, t in reversed(seen) if any(x in t for x in literals) and accept(t)), None)
+        assert last_line(str(p), literals, accept, before=before) == want
 
 
 def test_truncate_then_refill_past_the_old_size_between_two_looks(tmp_path):

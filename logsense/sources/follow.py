@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Iterable
 
 try:  # CPython's own SHA-256: `import hashlib` would first initialise OpenSSL, as logsense.cache says
     from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # Python 3.10, 3.11
@@ -447,6 +448,12 @@ def last_line(path: str, literals: list[str], accept, limit: int = 256 << 20,
         lo_limit += lo_limit % codec.unit  # a line starts on a whole character
         pos = end
         carry = b""  # the start of the line that straddles the block boundary above
+        # over many blocks, one multi-literal search a block beats a search for each literal
+        scanner = None
+        if codec.encoding is None and end - lo_limit > SCAN_BLOCK << 2:
+            from logsense.scan import search_backend  # the scanner's backends (hyperscan, Aho-Corasick)
+
+            scanner = search_backend(encoded, [])
         while pos > lo_limit:
             start = max(lo_limit, pos - SCAN_BLOCK)
             block = os.pread(fd, pos - start, start) + carry
@@ -457,7 +464,8 @@ def last_line(path: str, literals: list[str], accept, limit: int = 256 << 20,
                 pos = start
                 continue
             body = block[cut:]
-            hit = _last_hit(body, encoded, accept, codec, start + cut)
+            hit = (_last_hit(body, encoded, accept, codec, start + cut) if scanner is None
+                   else _last_found(body, scanner.offsets(body), accept, codec, start + cut))
             if hit is not None:
                 return start + cut + hit[0], hit[1]
             carry = block[:cut]
@@ -486,6 +494,23 @@ def _last_hit(body: bytes, literals: list[bytes], accept, codec: TextCodec, at: 
                 break
             i = body.rfind(lit, 0, ls)
     return best
+
+
+def _last_found(body: bytes, found: Iterable[int], accept, codec: TextCodec, at: int) -> tuple[int, str] | None:
+    """`_last_hit` from the offsets a search found the literals at in `body`: the last accepted line holding one."""
+    step = len(codec.newline)
+    tried = len(body) + 1  # where the last line tried starts: an offset at or after it is in a line tried
+    for i in sorted(found, reverse=True):
+        if i >= tried:
+            continue
+        ls = codec.rfind_newline(body, i, at)
+        ls = ls + step if ls >= 0 else 0
+        le = codec.find_newline(body, i, at)
+        text = codec.decode(body[ls : le if le >= 0 else len(body)], first=at + ls == 0)
+        if accept(text):
+            return ls, text
+        tried = ls
+    return None
 
 
 def _stat(path: str) -> os.stat_result | None:
