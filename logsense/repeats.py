@@ -219,8 +219,9 @@ class Repeats:
             if a == b:
                 started_at, seconds = v.started_at, v.seconds
             else:
-                if span.mask is None:
-                    span.mask, span.records = stamp_mask(a), record_stamps(a)
+                if span.mask is None:  # its stamps are read once, for both checks
+                    stamped = _stamp_spans(a)
+                    span.mask, span.records = stamp_mask(a, stamped), record_stamps(a, stamped)
                 if not same_but_stamps(a, b, span.mask) or not same_records(a, b, span.records):
                     continue
                 if span.times is False:
@@ -316,9 +317,10 @@ class Repeats:
         return started_at, time_to(start, stop)
 
 
-def _stamp_spans(data: bytes) -> list[list[tuple[int, int]]]:
-    """Where the time stamps that begin each line of `data` are (in its first HEAD bytes), line by line."""
-    out: list[list[tuple[int, int]]] = []
+def _stamp_spans(data: bytes) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Each line of `data`: where it starts, and where the time stamps it begins with are (in its first HEAD
+    bytes)."""
+    out: list[tuple[int, list[tuple[int, int]]]] = []
     start, n = 0, len(data)
     while start < n:
         nl = data.find(b"\n", start)
@@ -329,16 +331,16 @@ def _stamp_spans(data: bytes) -> list[list[tuple[int, int]]]:
             if s > start and not data.endswith(_LEADS, start, s):
                 continue  # a time in the message (a duration, a deadline) is the message's
             spans.append((s, e))
-        out.append(spans)
+        out.append((start, spans))
         start = end + 1
     return out
 
 
-def stamp_mask(data: bytes) -> int:
+def stamp_mask(data: bytes, lines: list[tuple[int, list[tuple[int, int]]]] | None = None) -> int:
     """`data`'s bytes as an int's (big-endian) with 0 where a repeat may differ, the digits of the time stamps
-    that begin each line (in its first HEAD bytes, a year's aside), and 0xff elsewhere."""
+    that begin each line (in its first HEAD bytes, a year's aside), and 0xff elsewhere. `lines`: `_stamp_spans`."""
     mask = bytearray(b"\xff") * len(data)
-    for spans in _stamp_spans(data):
+    for _, spans in _stamp_spans(data) if lines is None else lines:
         for s, e in spans:
             if _DATED.match(data, s):
                 s += 4
@@ -349,31 +351,28 @@ def stamp_mask(data: bytes) -> int:
 _LEVELS = (b"DEBUG ", b"INFO ", b"WARNING ", b"ERROR ", b"CRITICAL ")
 
 
-def record_stamps(data: bytes) -> list[tuple[int, int, bytes]]:
+def record_stamps(data: bytes, lines: list[tuple[int, list[tuple[int, int]]]]) -> list[tuple[int, int, bytes]]:
     """The stamps of `data` that a logger's record prefix holds (start, end, the stream they are of): vLLM
     repeats a record's prefix (process, level, time) on each of its lines, and a line whose prefix and time
     are those of its stream's line before it continues that record. A stamp's stream is what precedes it on
-    its line, from the stamp before it (journalctl's); elsewhere a stamp's digits change nothing."""
+    its line, from the stamp before it (journalctl's); elsewhere a stamp's digits change nothing. `lines`:
+    `_stamp_spans(data)`."""
     out: list[tuple[int, int, bytes]] = []
-    start = 0
-    for spans in _stamp_spans(data):
-        after = start
+    for after, spans in lines:
         for s, e in spans:
             stream = data[after:s]
             if stream.endswith(_LEVELS):
                 out.append((s, e, stream))
             after = e
-        nl = data.find(b"\n", start)
-        start = len(data) if nl < 0 else nl + 1
     return out
 
 
-def same_records(a: bytes, b: bytes, stamps: list[tuple[int, int, bytes]] | None = None) -> bool:
+def same_records(a: bytes, b: bytes, stamps: list[tuple[int, int, bytes]]) -> bool:
     """Whether the lines of `b` (`a`'s but for their stamps) continue a logger's record where `a`'s do.
-    `stamps`: `record_stamps(a)`, when kept."""
+    `stamps`: `record_stamps` of `a`."""
     last_a: dict[bytes, bytes] = {}
     last_b: dict[bytes, bytes] = {}
-    for s, e, stream in record_stamps(a) if stamps is None else stamps:
+    for s, e, stream in stamps:
         x, y = a[s:e], b[s:e]
         if (last_a.get(stream) == x) != (last_b.get(stream) == y):
             return False

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 try:  # CPython's own SHA-256: `import hashlib` would first initialise OpenSSL, as logsense.cache says
     from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # Python 3.10, 3.11
@@ -464,8 +464,8 @@ def last_line(path: str, literals: list[str], accept, limit: int = 256 << 20,
                 pos = start
                 continue
             body = block[cut:]
-            hit = (_last_hit(body, encoded, accept, codec, start + cut) if scanner is None
-                   else _last_found(body, scanner.offsets(body), accept, codec, start + cut))
+            found = _occurrences(body, encoded) if scanner is None else scanner.offsets(body)
+            hit = _last_found(body, found, accept, codec, start + cut)
             if hit is not None:
                 return start + cut + hit[0], hit[1]
             carry = block[:cut]
@@ -475,29 +475,18 @@ def last_line(path: str, literals: list[str], accept, limit: int = 256 << 20,
         os.close(fd)
 
 
-def _last_hit(body: bytes, literals: list[bytes], accept, codec: TextCodec, at: int) -> tuple[int, str] | None:
-    """Where the last line of `body` (whole lines, at file offset `at`) holding a literal and accepted starts,
-    and its text."""
-    best: tuple[int, str] | None = None
-    step = len(codec.newline)
+def _occurrences(body: bytes, literals: list[bytes]) -> Iterator[int]:
+    """Where each of `literals` occurs in `body`: a search for each (no scanner is loaded for a few blocks)."""
     for lit in literals:
-        i = body.rfind(lit)
+        i = body.find(lit)
         while i >= 0:
-            ls = codec.rfind_newline(body, i, at)
-            ls = ls + step if ls >= 0 else 0
-            if best is not None and ls <= best[0]:
-                break
-            le = codec.find_newline(body, i, at)
-            text = codec.decode(body[ls : le if le >= 0 else len(body)], first=at + ls == 0)
-            if accept(text):
-                best = (ls, text)
-                break
-            i = body.rfind(lit, 0, ls)
-    return best
+            yield i
+            i = body.find(lit, i + 1)
 
 
 def _last_found(body: bytes, found: Iterable[int], accept, codec: TextCodec, at: int) -> tuple[int, str] | None:
-    """`_last_hit` from the offsets a search found the literals at in `body`: the last accepted line holding one."""
+    """Where the last line of `body` (whole lines, at file offset `at`) that holds one of the offsets a search
+    `found` literals at and is accepted starts, and its text."""
     step = len(codec.newline)
     tried = len(body) + 1  # where the last line tried starts: an offset at or after it is in a line tried
     for i in sorted(found, reverse=True):
